@@ -1,0 +1,196 @@
+"""The one trial-evaluation path shared by every strategy.
+
+A trial is ``(params, fraction)``. For every CV split the estimator is fitted
+on a subset of ``round(fraction * n_train_split)`` of that split's training rows
+and scored on the split's *full* validation rows. Subsets are nested (a larger
+fraction contains every row of a smaller one), reproducible (one fixed order
+per split, seeded once per search) and stratified for classifiers (every
+prefix holds each class in proportion, and any prefix at least as long as the
+number of classes holds every class at least once).
+
+Folds of all trials of a batch run through one ``joblib.Parallel``; passing
+index subsets lets scikit-learn slice ``X``, ``y`` and sample-aligned fit
+parameters such as ``sample_weight`` itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import clone
+from sklearn.model_selection._validation import _fit_and_score
+
+
+def stratified_order(
+    train: np.ndarray, y: np.ndarray | None, rng: np.random.Generator
+) -> np.ndarray:
+    """Order ``train`` so that every prefix is a stratified subsample.
+
+    Each class is shuffled, its members get evenly spaced keys in [0, 1)
+    jittered within their slot, and rows are sorted by key: any prefix then
+    holds each class in proportion (up to one row). The first member of
+    every class is moved to the front so a prefix of ``n_classes`` rows
+    already covers every class.
+
+    Parameters
+    ----------
+    train : ndarray of int
+        Training indices of one split.
+    y : ndarray or None
+        Targets of the whole data set; ``None`` for a plain permutation.
+    rng : numpy.random.Generator
+        Source of randomness.
+
+    Returns
+    -------
+    ndarray of int
+        A permutation of ``train``.
+    """
+    train = np.asarray(train)
+    if y is None:
+        return rng.permutation(train)
+    _, labels = np.unique(np.asarray(y)[train], return_inverse=True)
+    keys = np.empty(len(train))
+    firsts = []
+    for c in range(labels.max() + 1 if len(labels) else 0):
+        members = np.flatnonzero(labels == c)
+        members = rng.permutation(members)
+        n_c = len(members)
+        keys[members] = (np.arange(n_c) + rng.random(n_c)) / n_c
+        firsts.append(members[0])
+    # Leading keys below 0 put one member of every class first.
+    keys[firsts] = -1.0 + np.arange(len(firsts)) / max(len(firsts), 1)
+    return train[np.argsort(keys, kind="stable")]
+
+
+def subset_size(fraction: float, n_rows: int, min_rows: int = 1) -> int:
+    """Rows used for a fraction of ``n_rows``: rounded, at least ``min_rows``."""
+    return int(min(n_rows, max(min_rows, round(fraction * n_rows))))
+
+
+def _fit_and_score_tagged(tag: tuple[int, int], **kwargs: Any) -> tuple:
+    # joblib's unordered generator loses the order; the tag restores it.
+    return tag, _fit_and_score(**kwargs)
+
+
+class TrialEvaluator:
+    """Evaluate batches of trials with fixed CV splits and nested subsets.
+
+    Parameters
+    ----------
+    base_estimator : estimator
+        Unfitted estimator cloned for every fit.
+    X, y : indexable
+        Search data.
+    splits : list of (train, test) index arrays
+        Fixed CV splits, computed once per search.
+    y_stratify : ndarray or None
+        Labels to stratify subsets by (``None`` for regressors).
+    rng : numpy.random.Generator
+        Seeds the per-split subset orders.
+    parallel : joblib.Parallel
+        Runs folds; must return an unordered generator.
+    fit_and_score_kwargs : dict
+        Scorer, routed fit/score params, ``error_score`` and so on, passed to
+        scikit-learn's ``_fit_and_score``.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_estimator: Any,
+        X: Any,
+        y: Any,
+        splits: Sequence[tuple[np.ndarray, np.ndarray]],
+        y_stratify: np.ndarray | None,
+        rng: np.random.Generator,
+        parallel: Parallel,
+        fit_and_score_kwargs: dict,
+    ) -> None:
+        self.base_estimator = base_estimator
+        self.X = X
+        self.y = y
+        self.splits = [(np.asarray(tr), np.asarray(te)) for tr, te in splits]
+        self.orders = [stratified_order(tr, y_stratify, rng) for tr, _ in self.splits]
+        self.min_rows = 1
+        if y_stratify is not None and len(y_stratify):
+            self.min_rows = len(np.unique(np.asarray(y_stratify)))
+        self.parallel = parallel
+        self.kwargs = fit_and_score_kwargs
+
+    @property
+    def n_train(self) -> int:
+        """Training rows of the smallest split."""
+        return min(len(tr) for tr, _ in self.splits)
+
+    def n_resources(self, fraction: float) -> int:
+        """Training rows one fit of ``fraction`` sees (smallest split)."""
+        return subset_size(fraction, self.n_train, self.min_rows)
+
+    def subset_splits(self, fraction: float) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``(train_subset, test)`` pairs for one fraction, in split order."""
+        out = []
+        for order, (_, test) in zip(self.orders, self.splits):
+            m = subset_size(fraction, len(order), self.min_rows)
+            out.append((np.sort(order[:m]), test))
+        return out
+
+    def evaluate(
+        self,
+        params_list: list[dict],
+        fractions: list[float],
+        on_trial_done: Callable[[int, list[dict], float], None],
+    ) -> list[tuple[list[dict], float]]:
+        """Fit and score every trial on every split.
+
+        Parameters
+        ----------
+        params_list : list of dict
+            Parameters of each trial.
+        fractions : list of float
+            Training fraction of each trial.
+        on_trial_done : callable
+            Called as ``on_trial_done(i, outs, finish_time)`` the moment all
+            splits of trial ``i`` are in, so a trial is recorded before the
+            batch ends.
+
+        Returns
+        -------
+        list of (outs, finish_time)
+            Per trial, the per-split ``_fit_and_score`` dicts in split order
+            and the ``time.perf_counter()`` at which its last split finished.
+        """
+        n_splits = len(self.splits)
+        n_trials = len(params_list)
+        jobs = []
+        for i, (params, fraction) in enumerate(zip(params_list, fractions)):
+            for k, (train, test) in enumerate(self.subset_splits(fraction)):
+                jobs.append(
+                    delayed(_fit_and_score_tagged)(
+                        (i, k),
+                        estimator=clone(self.base_estimator),
+                        X=self.X,
+                        y=self.y,
+                        train=train,
+                        test=test,
+                        parameters=params,
+                        split_progress=(k, n_splits),
+                        candidate_progress=(i, n_trials),
+                        **self.kwargs,
+                    )
+                )
+        outs: list[list[dict | None]] = [[None] * n_splits for _ in range(n_trials)]
+        pending = [n_splits] * n_trials
+        done: list[tuple[list[dict], float] | None] = [None] * n_trials
+        for (i, k), out in self.parallel(jobs):
+            outs[i][k] = out
+            pending[i] -= 1
+            if pending[i] == 0:
+                finish = time.perf_counter()
+                done[i] = (outs[i], finish)
+                on_trial_done(i, outs[i], finish)
+        return done

@@ -1,0 +1,135 @@
+"""What a strategy sees of a running search: trials asked for, trials finished."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Trial:
+    """A configuration to evaluate on a fraction of each split's training rows.
+
+    Parameters
+    ----------
+    params : dict
+        Estimator parameters.
+    fraction : float, default=1.0
+        Share of each split's training rows to fit on, in (0, 1].
+    iter : int, default=0
+        Iteration (BO step or stage) recorded in ``cv_results_["iter"]``.
+    extras : dict, default={}
+        Extra ``cv_results_`` columns for this trial (strategy-specific).
+    """
+
+    params: dict
+    fraction: float = 1.0
+    iter: int = 0
+    extras: dict = field(default_factory=dict)
+
+
+@dataclass
+class TrialRecord:
+    """A finished trial, as strategies read it back.
+
+    ``score`` is the mean validation score of the metric the search optimises
+    (``nan`` when the trial failed); ``cost`` is fit plus score time in
+    seconds, summed over splits.
+    """
+
+    params: dict
+    x: np.ndarray
+    fraction: float
+    n_resources: int
+    score: float
+    cost: float
+    fit_time: float
+    failed: bool
+    iter: int
+    elapsed_time: float
+    extras: dict = field(default_factory=dict)
+
+
+class SearchContext:
+    """State of one search shared between the base and its strategy.
+
+    Strategies read the finished trials and the budget from here; only the
+    base appends to :attr:`trials`.
+    """
+
+    def __init__(
+        self,
+        *,
+        space: Any,
+        rng: np.random.Generator,
+        seed: int,
+        n_train: int,
+        n_classes: int | None,
+        n_splits: int,
+        budget: int,
+        max_time: float | None,
+        n_jobs_effective: int,
+        start_time: float,
+    ) -> None:
+        self.space = space
+        self.rng = rng
+        self.seed = seed
+        self.n_train = n_train
+        self.n_classes = n_classes
+        self.n_splits = n_splits
+        self.budget = budget
+        self.max_time = max_time
+        self.n_jobs_effective = n_jobs_effective
+        self.start_time = start_time
+        self.trials: list[TrialRecord] = []
+
+    def elapsed(self) -> float:
+        """Seconds since the search's ``fit`` started."""
+        return time.perf_counter() - self.start_time
+
+    def time_left(self) -> float:
+        """Seconds left of ``max_time`` (``inf`` without a time budget)."""
+        if self.max_time is None:
+            return float("inf")
+        return self.max_time - self.elapsed()
+
+    def n_remaining(self) -> int:
+        """Trials left of the count budget."""
+        return max(0, self.budget - len(self.trials))
+
+    def X(self, trials: list[TrialRecord] | None = None) -> np.ndarray:
+        """Unit-cube encodings of finished trials, shape (n, n_dims)."""
+        trials = self.trials if trials is None else trials
+        if not trials:
+            return np.empty((0, self.space.n_dims))
+        return np.vstack([t.x for t in trials])
+
+    def scores(self, trials: list[TrialRecord] | None = None) -> np.ndarray:
+        """Validation scores of finished trials (``nan`` for failures)."""
+        trials = self.trials if trials is None else trials
+        return np.array([t.score for t in trials], dtype=float)
+
+    def losses(self, trials: list[TrialRecord] | None = None) -> np.ndarray:
+        """Finite surrogate targets: minus the score, failures penalised.
+
+        A failed (or non-finite) trial gets the worst finite loss seen among
+        ``trials`` so the surrogate learns to avoid the region without being
+        distorted by an arbitrary constant.
+        """
+        loss = -self.scores(trials)
+        finite = np.isfinite(loss)
+        penalty = loss[finite].max() if finite.any() else 0.0
+        loss[~finite] = penalty
+        return loss
+
+    def costs(self, trials: list[TrialRecord] | None = None) -> np.ndarray:
+        """Fit plus score seconds of finished trials, floored at 1 ms."""
+        trials = self.trials if trials is None else trials
+        return np.maximum([t.cost for t in trials], 1e-3)
+
+    def n_succeeded(self) -> int:
+        """Number of finished trials with a finite score."""
+        return int(np.isfinite(self.scores()).sum()) if self.trials else 0
