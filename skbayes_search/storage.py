@@ -1,0 +1,952 @@
+"""Persistent journal of search runs and their trials in an SQLite file.
+
+A :class:`TrialStore` lets a search resume after it was killed (finished trials are
+read back, the surrogate is rebuilt and the budget continues) and lets
+:class:`~skbayes_search.TransferBayesSearchCV` learn from earlier runs on other
+datasets. It uses only the standard library's :mod:`sqlite3`.
+
+Schema (version 1)
+------------------
+The file is identified by ``PRAGMA application_id`` (``0x534B4253``, "SKBS") and its
+layout by ``PRAGMA user_version`` (``1``). A file with another application id, or
+with a newer schema version, is refused with a :class:`ValueError`.
+
+``runs``, one row per search run:
+
+=================  =======  ====================================================
+column             type     content
+=================  =======  ====================================================
+id                 INTEGER  primary key
+name               TEXT     unique run name (the search's ``run_name``)
+strategy           TEXT     strategy name, e.g. ``"bayes"`` or ``"fabolas"``
+estimator_class    TEXT     qualified class name of the searched estimator
+space_signature    TEXT     JSON, canonical (sorted keys, no spaces)
+meta               TEXT     JSON object of dataset meta-features, e.g.
+                            ``{"n_samples": 1000, "n_features": 8,
+                            "n_classes": 2}`` (``n_classes`` null for regression)
+settings           TEXT     JSON object, the search settings relevant to resume
+created            REAL     Unix time the run was created
+finished           REAL     Unix time of the last :meth:`TrialStore.finish_run`,
+                            NULL until then
+status             TEXT     ``"running"`` or ``"finished"``
+=================  =======  ====================================================
+
+``trials``, one row per finished trial, primary key ``(run_id, trial_index)``:
+
+=================  =======  ====================================================
+column             type     content
+=================  =======  ====================================================
+run_id             INTEGER  ``runs.id``
+trial_index        INTEGER  0-based position in the order trials were added
+params             TEXT     JSON object of hyperparameters
+x                  TEXT     JSON list of floats, the unit-cube encoding
+fraction           REAL     training fraction in (0, 1]
+status             TEXT     ``"ok"`` or ``"failed"``
+scores             TEXT     JSON ``{"test": {metric: [per split]},
+                            "train": {metric: [per split]} or null}``
+fit_times          TEXT     JSON list of seconds per split
+score_times        TEXT     JSON list of seconds per split
+n_test_samples     TEXT     JSON list of ints per split
+extras             TEXT     JSON object (``iter``, ``elapsed_time``, strategy
+                            columns, ...)
+created            REAL     Unix time the trial was stored
+=================  =======  ====================================================
+
+JSON encoding
+-------------
+Values are JSON, never pickle, because a store may come from someone else. numpy
+scalars and arrays become plain numbers and lists. JSON has no NaN or infinity, so:
+
+- in the per-split number lists (``scores``, ``fit_times``, ``score_times``) NaN is
+  written as ``null`` and read back as ``nan``; this keeps the common case (a failed
+  fit scored NaN) readable with SQLite's own JSON functions;
+- every other non-finite float (infinities anywhere, NaN in ``params``, ``extras``,
+  ``meta``, ``settings``) is written as ``{"$float": "nan" | "inf" | "-inf"}``;
+- tuples are written as ``{"$tuple": [...]}`` so that a parameter value such as
+  ``hidden_layer_sizes=(50, 50)`` comes back as the same tuple.
+
+Objects with non-string keys or of any other type raise a :class:`TypeError` that
+names the field; the caller must encode such values itself (e.g. a categorical
+choice by its index).
+
+Concurrency
+-----------
+The file is in WAL mode; each write is one ``BEGIN IMMEDIATE`` transaction, committed
+before the method returns, so a killed search loses at most the trial being run.
+Writers wait for each other (busy timeout) and retry when SQLite still reports the
+database as locked, so several processes may write to one store at once. WAL needs a
+local file system (not NFS).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+
+__all__ = ["TrialStore", "from_json", "to_json"]
+
+APPLICATION_ID = 0x534B4253  # "SKBS"
+SCHEMA_VERSION = 1
+
+# Seconds one SQLite call waits for another writer, then attempts of the whole
+# transaction; together about a minute before giving up.
+_BUSY_TIMEOUT = 10.0
+_N_ATTEMPTS = 6
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_FLOAT_TAG = "$float"
+_TUPLE_TAG = "$tuple"
+
+_SCHEMA = """
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    strategy TEXT NOT NULL,
+    estimator_class TEXT NOT NULL,
+    space_signature TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    created REAL NOT NULL,
+    finished REAL,
+    status TEXT NOT NULL CHECK (status IN ('running', 'finished'))
+);
+CREATE TABLE trials (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    trial_index INTEGER NOT NULL CHECK (trial_index >= 0),
+    params TEXT NOT NULL,
+    x TEXT NOT NULL,
+    fraction REAL NOT NULL CHECK (fraction > 0 AND fraction <= 1),
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    scores TEXT NOT NULL,
+    fit_times TEXT NOT NULL,
+    score_times TEXT NOT NULL,
+    n_test_samples TEXT NOT NULL,
+    extras TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (run_id, trial_index)
+);
+"""
+
+_TRIAL_REQUIRED = (
+    "params",
+    "x",
+    "fraction",
+    "status",
+    "scores",
+    "fit_times",
+    "score_times",
+    "n_test_samples",
+)
+_TRIAL_OPTIONAL = ("extras",)
+_TRIAL_COLUMNS = ("trial_index", *_TRIAL_REQUIRED, *_TRIAL_OPTIONAL, "created")
+_RUN_COLUMNS = (
+    "id",
+    "name",
+    "strategy",
+    "estimator_class",
+    "space_signature",
+    "meta",
+    "settings",
+    "created",
+    "finished",
+    "status",
+)
+
+_T = TypeVar("_T")
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _jsonable(
+    value: Any, where: str, nan_as_null: bool, tag_tuples: bool = True
+) -> Any:
+    """Return ``value`` as plain JSON types; ``where`` locates it for errors."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if math.isfinite(value):
+            return value
+        if nan_as_null and math.isnan(value):
+            return None
+        return {_FLOAT_TAG: repr(value)}
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "cmMV":
+            raise TypeError(
+                f"{where}: numpy array of dtype {value.dtype} is not JSON-serialisable"
+            )
+        return [
+            _jsonable(item, f"{where}[{i}]", nan_as_null, tag_tuples)
+            for i, item in enumerate(value.tolist())
+        ]
+    if isinstance(value, (list, tuple)):
+        items = [
+            _jsonable(item, f"{where}[{i}]", nan_as_null, tag_tuples)
+            for i, item in enumerate(value)
+        ]
+        return {_TUPLE_TAG: items} if tag_tuples and isinstance(value, tuple) else items
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"{where}: key {key!r} of type {type(key).__name__} is not a "
+                    "string; JSON objects only have string keys"
+                )
+            out[str(key)] = _jsonable(
+                item, f"{where}[{key!r}]", nan_as_null, tag_tuples
+            )
+        if len(out) == 1 and next(iter(out)) in (_FLOAT_TAG, _TUPLE_TAG):
+            # Would read back as a float or tuple instead of this dict.
+            raise TypeError(
+                f"{where}: a dict whose only key is {next(iter(out))!r} is reserved "
+                "by the store's encoding"
+            )
+        return out
+    raise TypeError(
+        f"{where}: value {value!r:.80} of type {type(value).__name__} is not "
+        "JSON-serialisable; encode it first (e.g. a categorical choice by its index)"
+    )
+
+
+def _json_hook(obj: dict) -> Any:
+    if len(obj) == 1:
+        if _FLOAT_TAG in obj:
+            return float(obj[_FLOAT_TAG])
+        if _TUPLE_TAG in obj:
+            return tuple(obj[_TUPLE_TAG])
+    return obj
+
+
+def to_json(value: Any, field: str = "value", *, nan_as_null: bool = False) -> str:
+    """Encode ``value`` as JSON text, accepting numpy scalars and arrays.
+
+    Parameters
+    ----------
+    value : object
+        ``None``, bool, int, float, str, numpy scalars and arrays, and lists,
+        tuples and string-keyed mappings of those.
+    field : str, default="value"
+        Name used in error messages.
+    nan_as_null : bool, default=False
+        Write NaN as ``null`` (for lists known to hold numbers, see
+        :func:`from_json`) instead of ``{"$float": "nan"}``.
+
+    Returns
+    -------
+    text : str
+        Compact JSON; infinities are written as ``{"$float": "inf"}`` and tuples as
+        ``{"$tuple": [...]}``.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` holds anything else, naming ``field`` and where in it.
+    """
+    plain = _jsonable(value, field, nan_as_null)
+    return json.dumps(plain, allow_nan=False, separators=(",", ":"))
+
+
+def from_json(text: str, *, null_as_nan: bool = False) -> Any:
+    """Decode JSON text written by :func:`to_json`.
+
+    Parameters
+    ----------
+    text : str
+        JSON text.
+    null_as_nan : bool, default=False
+        Read ``null`` list items as ``nan`` (the counterpart of
+        ``to_json(..., nan_as_null=True)``).
+
+    Returns
+    -------
+    value : object
+        Plain Python values; tagged floats and tuples are restored.
+    """
+    value = json.loads(text, object_hook=_json_hook)
+    return _null_to_nan(value) if null_as_nan else value
+
+
+def _null_to_nan(value: Any) -> Any:
+    if value is None:
+        return math.nan
+    if isinstance(value, list):
+        return [_null_to_nan(item) for item in value]
+    if isinstance(value, dict):
+        # Dict values that are null are absent sections (e.g. "train"), not numbers.
+        return {k: v if v is None else _null_to_nan(v) for k, v in value.items()}
+    return value
+
+
+def _canonical(value: Any, field: str) -> str:
+    """JSON with sorted keys and tuples as lists: equal signatures, equal text."""
+    plain = _jsonable(value, field, nan_as_null=False, tag_tuples=False)
+    return json.dumps(plain, allow_nan=False, separators=(",", ":"), sort_keys=True)
+
+
+# ------------------------------------------------------------------ validation
+
+
+def _check_str(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{field} must be a non-empty str, got {value!r:.80}")
+    return value
+
+
+def _check_mapping(value: Any, field: str) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{field} must be a dict or None, got {type(value).__name__}")
+    return value
+
+
+def _per_split(value: Any, field: str, kind: str) -> np.ndarray:
+    """Validate a 1-D per-split sequence of numbers (``kind`` "f" or "i")."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{field} must be a 1-D sequence of numbers, got {value!r:.80}"
+        ) from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(
+            f"{field} must be a non-empty 1-D sequence (one value per split), "
+            f"got shape {arr.shape}"
+        )
+    if kind == "i":
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise ValueError(f"{field} must hold integers, got {value!r:.80}")
+        return arr.astype(np.int64)
+    return arr
+
+
+def _encode_trial(record: Any) -> dict[str, Any]:
+    """Validate a trial record and return its columns as SQL values."""
+    if not isinstance(record, Mapping):
+        raise TypeError(f"record must be a dict, got {type(record).__name__}")
+    missing = [k for k in _TRIAL_REQUIRED if k not in record]
+    unknown = sorted(
+        str(k) for k in record if k not in _TRIAL_REQUIRED + _TRIAL_OPTIONAL
+    )
+    if missing or unknown:
+        raise ValueError(
+            f"invalid trial record: missing keys {missing}, unknown keys {unknown}; "
+            f"expected {list(_TRIAL_REQUIRED)} and optionally {list(_TRIAL_OPTIONAL)}"
+        )
+
+    params = record["params"]
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a dict, got {type(params).__name__}")
+
+    x = _per_split(record["x"], "x", "f")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"x must be finite, got {x.tolist()}")
+
+    fraction = record["fraction"]
+    if (
+        isinstance(fraction, (bool, np.bool_))
+        or not isinstance(fraction, (int, float, np.integer, np.floating))
+        or not 0.0 < float(fraction) <= 1.0
+    ):
+        raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
+
+    status = record["status"]
+    if status not in ("ok", "failed"):
+        raise ValueError(f"status must be 'ok' or 'failed', got {status!r}")
+
+    fit_times = _per_split(record["fit_times"], "fit_times", "f")
+    n_splits = fit_times.size
+    per_split = {
+        "fit_times": fit_times,
+        "score_times": _per_split(record["score_times"], "score_times", "f"),
+        "n_test_samples": _per_split(record["n_test_samples"], "n_test_samples", "i"),
+    }
+
+    scores = record["scores"]
+    if not isinstance(scores, Mapping) or "test" not in scores:
+        raise ValueError(
+            'scores must be a dict {"test": {metric: [per split]}, '
+            f'"train": {{...}} or None}}, got {scores!r:.80}'
+        )
+    unknown = sorted(str(k) for k in scores if k not in ("test", "train"))
+    if unknown:
+        raise ValueError(
+            f'scores has unknown keys {unknown}; expected "test" and optionally "train"'
+        )
+    clean_scores: dict[str, dict[str, np.ndarray] | None] = {"train": None}
+    for part in ("test", "train"):
+        metrics = scores.get(part)
+        if part == "train" and metrics is None:
+            continue
+        if not isinstance(metrics, Mapping) or not metrics:
+            raise ValueError(
+                f'scores["{part}"] must be a non-empty dict {{metric: [per split]}}'
+                f", got {metrics!r:.80}"
+            )
+        clean_scores[part] = {}
+        for metric, values in metrics.items():
+            if not isinstance(metric, str):
+                raise TypeError(f'scores["{part}"] keys must be str, got {metric!r}')
+            where = f'scores["{part}"][{metric!r}]'
+            clean_scores[part][metric] = per_split[where] = _per_split(
+                values, where, "f"
+            )
+
+    lengths = {name: arr.size for name, arr in per_split.items()}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(
+            f"per-split lists differ in length ({n_splits} splits in fit_times): "
+            f"{lengths}"
+        )
+
+    extras = _check_mapping(record.get("extras"), "extras")
+    return {
+        "params": to_json(params, "params"),
+        "x": to_json(x, "x"),
+        "fraction": float(fraction),
+        "status": status,
+        "scores": to_json(clean_scores, "scores", nan_as_null=True),
+        "fit_times": to_json(fit_times, "fit_times", nan_as_null=True),
+        "score_times": to_json(
+            per_split["score_times"], "score_times", nan_as_null=True
+        ),
+        "n_test_samples": to_json(per_split["n_test_samples"], "n_test_samples"),
+        "extras": to_json(extras, "extras"),
+    }
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    message = str(exc).lower()
+    return "locked" in message or "busy" in message
+
+
+# ----------------------------------------------------------------------- store
+
+
+class TrialStore:
+    """Journal of search runs and their trials in one SQLite file.
+
+    Pass a store to a search (``store=TrialStore("runs.db"), run_name="svc-1"``) to
+    resume the run after an interruption, or to let a transfer search read earlier
+    runs. Every trial is committed as soon as it is added. Several processes may
+    write to the same file at once. See the module docstring for the schema and
+    the JSON encoding; values are never pickled.
+
+    Creating a ``TrialStore`` is cheap and touches no file: the path is checked,
+    and the file opened or created, on first use. A store can therefore be a
+    scikit-learn parameter: it is picklable and copyable (the open connection is not
+    carried over, the copy reconnects), and two stores are equal when their paths
+    are.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Path of the SQLite file; it is created on first use, its directory must
+        exist.
+
+    Attributes
+    ----------
+    path : str or os.PathLike
+        The path given.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from skbayes_search.storage import TrialStore
+    >>> path = os.path.join(tempfile.mkdtemp(), "runs.db")
+    >>> with TrialStore(path) as store:
+    ...     run = store.open_run("demo", strategy="bayes",
+    ...                          estimator_class="sklearn.svm.SVC",
+    ...                          space_signature={"C": ["real", 0.1, 10]})
+    ...     store.add_trial(run, {
+    ...         "params": {"C": 1.0}, "x": [0.5], "fraction": 1.0,
+    ...         "status": "ok", "scores": {"test": {"score": [0.9, 0.8]}},
+    ...         "fit_times": [0.1, 0.1], "score_times": [0.01, 0.01],
+    ...         "n_test_samples": [50, 50]})
+    ...     store.trials(run)[0]["scores"]["test"]["score"]
+    0
+    [0.9, 0.8]
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = path
+        self._reset()
+
+    def _reset(self) -> None:
+        self._connection: sqlite3.Connection | None = None
+        self._pid: int | None = None
+        # Guards the shared connection: joblib's threading backend or callbacks
+        # may call the store from several threads.
+        self._lock = threading.RLock()
+
+    # -- Python protocol -------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({os.fspath(self.path)!r})"
+
+    def _key(self) -> str:
+        return os.path.abspath(os.fspath(self.path))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TrialStore):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A connection cannot cross processes; the copy reconnects on first use.
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.path = state["path"]
+        self._reset()
+
+    def __enter__(self) -> TrialStore:
+        with self._lock:
+            self._conn()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection; the store reopens it when used again."""
+        with self._lock:
+            if self._connection is not None and self._pid == os.getpid():
+                self._connection.close()
+            self._connection = None
+            self._pid = None
+
+    # -- connection ------------------------------------------------------------
+
+    def _retry(self, work: Callable[[], _T]) -> _T:
+        """Run ``work`` again while SQLite reports the database as locked."""
+        for attempt in range(_N_ATTEMPTS):
+            try:
+                return work()
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or attempt == _N_ATTEMPTS - 1:
+                    raise
+            # Jitter so that waiting writers do not collide again in step.
+            time.sleep(random.uniform(0.05, 0.2) * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _conn(self) -> sqlite3.Connection:
+        """Return the connection of this process, opening and checking the file."""
+        if self._connection is not None and self._pid == os.getpid():
+            return self._connection
+        # A connection inherited through fork must not be used (nor closed) here.
+        self._connection = None
+        path = os.path.abspath(os.fspath(self.path))
+        directory = os.path.dirname(path)
+        if not os.path.isdir(directory):
+            raise ValueError(
+                f"TrialStore path {os.fspath(self.path)!r}: directory {directory!r} "
+                "does not exist; create it first"
+            )
+        if os.path.isdir(path):
+            raise ValueError(
+                f"TrialStore path {os.fspath(self.path)!r} is a directory; expected "
+                "an SQLite file (existing or to be created)"
+            )
+        if os.path.isfile(path) and os.path.getsize(path) > 0:
+            with open(path, "rb") as f:
+                header = f.read(len(_SQLITE_HEADER))
+            if header != _SQLITE_HEADER:
+                raise ValueError(
+                    f"{os.fspath(self.path)!r} is not an SQLite database; expected a "
+                    "skbayes_search TrialStore file or a path for a new one"
+                )
+        conn = sqlite3.connect(
+            path,
+            timeout=_BUSY_TIMEOUT,
+            isolation_level=None,  # transactions are explicit (BEGIN IMMEDIATE)
+            check_same_thread=False,  # access is serialised by self._lock
+        )
+        try:
+            self._retry(lambda: self._check_schema(conn))
+            # Only after the check, so that a foreign database is never modified.
+            self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone())
+            conn.execute("PRAGMA foreign_keys=ON")
+        except BaseException:
+            conn.close()
+            raise
+        self._connection, self._pid = conn, os.getpid()
+        return conn
+
+    def _schema_state(self, conn: sqlite3.Connection) -> str:
+        """Return "store" or "empty", raise ValueError for anything else."""
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master ORDER BY name"
+                ).fetchall()
+            ]
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
+                raise
+            raise ValueError(
+                f"{os.fspath(self.path)!r} is not a readable SQLite database ({exc}); "
+                "expected a skbayes_search TrialStore file"
+            ) from exc
+        if app_id == 0 and version == 0 and not tables:
+            return "empty"
+        if app_id != APPLICATION_ID:
+            raise ValueError(
+                f"{os.fspath(self.path)!r} is an SQLite database of another program "
+                f"(application_id={app_id}, tables {tables[:5]}); expected a "
+                "skbayes_search TrialStore file"
+            )
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"{os.fspath(self.path)!r} is a skbayes_search TrialStore of schema "
+                f"version {version}, written by a newer skbayes_search; this version "
+                f"reads schema version {SCHEMA_VERSION}. Upgrade skbayes_search."
+            )
+        if version < SCHEMA_VERSION or not {"runs", "trials"} <= set(tables):
+            raise ValueError(
+                f"{os.fspath(self.path)!r} is a damaged skbayes_search TrialStore "
+                f"(schema version {version}, tables {tables}); expected schema "
+                f"version {SCHEMA_VERSION} with tables 'runs' and 'trials'"
+            )
+        return "store"
+
+    def _check_schema(self, conn: sqlite3.Connection) -> None:
+        # A read-only look first, so that a foreign file is not even locked.
+        if self._schema_state(conn) == "store":
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have created the schema while we waited.
+            if self._schema_state(conn) == "empty":
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.rollback()
+            raise
+
+    def _write(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``work`` in one immediate transaction, retrying while locked."""
+
+        def attempt() -> _T:
+            conn = self._conn()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.rollback()
+                raise
+            return result
+
+        with self._lock:
+            return self._retry(attempt)
+
+    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        def attempt() -> list[tuple]:
+            return self._conn().execute(sql, args).fetchall()
+
+        with self._lock:
+            return self._retry(attempt)
+
+    # -- runs -----------------------------------------------------------------
+
+    def open_run(
+        self,
+        name: str,
+        *,
+        strategy: str,
+        estimator_class: str,
+        space_signature: Any,
+        meta: Mapping[str, Any] | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Create the run ``name``, or return its id if it exists.
+
+        Parameters
+        ----------
+        name : str
+            Unique name of the run.
+        strategy : str
+            Name of the search strategy.
+        estimator_class : str
+            Qualified class name of the searched estimator.
+        space_signature : list or dict
+            JSON-able description of the search space
+            (:meth:`SearchSpace.signature`).
+        meta : dict, default=None
+            Dataset meta-features, e.g. ``n_samples``, ``n_features``,
+            ``n_classes``.
+        settings : dict, default=None
+            Search settings relevant to resume.
+
+        Returns
+        -------
+        run_id : int
+            Id of the new or existing run.
+
+        Raises
+        ------
+        ValueError
+            If the run exists with another strategy, estimator class or search
+            space: a run can only be resumed by the same search. ``meta`` and
+            ``settings`` of an existing run are kept as first stored.
+        """
+        _check_str(name, "name")
+        _check_str(strategy, "strategy")
+        _check_str(estimator_class, "estimator_class")
+        signature = _canonical(space_signature, "space_signature")
+        meta_json = to_json(dict(_check_mapping(meta, "meta")), "meta")
+        settings_json = to_json(dict(_check_mapping(settings, "settings")), "settings")
+
+        def work(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "SELECT id, strategy, estimator_class, space_signature FROM runs "
+                "WHERE name = ?",
+                (name,),
+            ).fetchone()
+            if row is None:
+                cursor = conn.execute(
+                    "INSERT INTO runs (name, strategy, estimator_class, "
+                    "space_signature, meta, settings, created, finished, status) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 'running')",
+                    (
+                        name,
+                        strategy,
+                        estimator_class,
+                        signature,
+                        meta_json,
+                        settings_json,
+                        time.time(),
+                    ),
+                )
+                return int(cursor.lastrowid)
+            run_id, *stored = row
+            given = (strategy, estimator_class, signature)
+            labels = ("strategy", "estimator_class", "space_signature")
+            diffs = [
+                f"{label}: stored {old:.200}, given {new:.200}"
+                for label, old, new in zip(labels, stored, given)
+                if old != new
+            ]
+            if diffs:
+                raise ValueError(
+                    f"run {name!r} in {os.fspath(self.path)!r} was made by another "
+                    f"search and cannot be resumed by this one ({'; '.join(diffs)}). "
+                    "Use another run_name, or the same strategy, estimator and "
+                    "search space."
+                )
+            return int(run_id)
+
+        return self._write(work)
+
+    def finish_run(self, run_id: int) -> None:
+        """Mark a run as finished (status ``"finished"``, ``finished`` set to now).
+
+        Parameters
+        ----------
+        run_id : int
+            Id returned by :meth:`open_run`.
+        """
+
+        def work(conn: sqlite3.Connection) -> None:
+            cursor = conn.execute(
+                "UPDATE runs SET finished = ?, status = 'finished' WHERE id = ?",
+                (time.time(), int(run_id)),
+            )
+            if cursor.rowcount == 0:
+                raise ValueError(self._no_run(run_id))
+
+        self._write(work)
+
+    def run_id(self, name: str) -> int | None:
+        """Return the id of run ``name``, or None if there is none.
+
+        Parameters
+        ----------
+        name : str
+            Run name.
+
+        Returns
+        -------
+        run_id : int or None
+        """
+        rows = self._read("SELECT id FROM runs WHERE name = ?", (name,))
+        return int(rows[0][0]) if rows else None
+
+    def runs(
+        self,
+        *,
+        estimator_class: str | None = None,
+        space_signature: Any = None,
+        finished: bool | None = None,
+        exclude: int | str | Iterable[int | str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Return the runs matching all given filters, oldest first.
+
+        Parameters
+        ----------
+        estimator_class : str, default=None
+            Keep only runs of this estimator class.
+        space_signature : list or dict, default=None
+            Keep only runs over an equal search space.
+        finished : bool, default=None
+            Keep only finished (True) or unfinished (False) runs.
+        exclude : int, str or iterable of those, default=None
+            Run ids (int) or names (str) to leave out, e.g. the current run.
+
+        Returns
+        -------
+        runs : list of dict
+            One dict per run with keys ``id``, ``name``, ``strategy``,
+            ``estimator_class``, ``space_signature``, ``meta``, ``settings``
+            (decoded JSON), ``created``, ``finished`` (Unix times, ``finished`` None
+            until finished), ``status`` and ``n_trials``.
+        """
+        where, args = [], []
+        if estimator_class is not None:
+            where.append("estimator_class = ?")
+            args.append(estimator_class)
+        if space_signature is not None:
+            where.append("space_signature = ?")
+            args.append(_canonical(space_signature, "space_signature"))
+        if finished is not None:
+            where.append(f"finished IS {'NOT ' if finished else ''}NULL")
+        if exclude is not None:
+            if isinstance(exclude, (int, np.integer, str)):
+                exclude = [exclude]
+            for item in exclude:
+                where.append("name != ?" if isinstance(item, str) else "id != ?")
+                args.append(item if isinstance(item, str) else int(item))
+        sql = (
+            f"SELECT {', '.join(_RUN_COLUMNS)}, "
+            "(SELECT COUNT(*) FROM trials WHERE trials.run_id = runs.id) FROM runs"
+        )
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id"
+        return [self._decode_run(row) for row in self._read(sql, tuple(args))]
+
+    @staticmethod
+    def _decode_run(row: tuple) -> dict[str, Any]:
+        run = dict(zip((*_RUN_COLUMNS, "n_trials"), row))
+        for key in ("space_signature", "meta", "settings"):
+            run[key] = from_json(run[key])
+        return run
+
+    def _no_run(self, run_id: Any) -> str:
+        return f"no run with id {run_id!r} in {os.fspath(self.path)!r}"
+
+    # -- trials ---------------------------------------------------------------
+
+    def add_trial(self, run_id: int, record: Mapping[str, Any]) -> int:
+        """Append one finished trial to a run and commit it.
+
+        Parameters
+        ----------
+        run_id : int
+            Id returned by :meth:`open_run`.
+        record : dict
+            With keys ``params`` (dict), ``x`` (unit-cube vector), ``fraction``
+            (float in (0, 1]), ``status`` (``"ok"`` or ``"failed"``), ``scores``
+            (``{"test": {metric: [per split]}, "train": {...} or None}``),
+            ``fit_times``, ``score_times``, ``n_test_samples`` (one value per
+            split) and optionally ``extras`` (dict). numpy values are accepted.
+
+        Returns
+        -------
+        trial_index : int
+            0-based position of the trial in its run.
+
+        Raises
+        ------
+        ValueError
+            If keys are missing or unknown, a value is out of range, the per-split
+            lists differ in length, or the run does not exist.
+        TypeError
+            If a value cannot be stored as JSON; the message names the field.
+        """
+        columns = _encode_trial(record)
+        run_id = int(run_id)
+
+        def work(conn: sqlite3.Connection) -> int:
+            if not conn.execute(
+                "SELECT 1 FROM runs WHERE id = ?", (run_id,)
+            ).fetchone():
+                raise ValueError(self._no_run(run_id))
+            index = conn.execute(
+                "SELECT COALESCE(MAX(trial_index) + 1, 0) FROM trials WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()[0]
+            names = ("run_id", "trial_index", *columns, "created")
+            conn.execute(
+                f"INSERT INTO trials ({', '.join(names)}) "
+                f"VALUES ({', '.join('?' * len(names))})",
+                (run_id, index, *columns.values(), time.time()),
+            )
+            return int(index)
+
+        return self._write(work)
+
+    def trials(self, run_id: int) -> list[dict[str, Any]]:
+        """Return the trials of a run, ordered by ``trial_index``.
+
+        Parameters
+        ----------
+        run_id : int
+            Id returned by :meth:`open_run`.
+
+        Returns
+        -------
+        trials : list of dict
+            One dict per trial with the keys of :meth:`add_trial`'s record
+            (``extras`` always present) plus ``trial_index`` and ``created``.
+            Values are plain Python: lists of floats (NaN restored) for ``x``,
+            ``fit_times``, ``score_times`` and the score lists, a list of ints for
+            ``n_test_samples``, tuples restored in ``params``.
+        """
+        run_id = int(run_id)
+        rows = self._read(
+            f"SELECT {', '.join(_TRIAL_COLUMNS)} FROM trials WHERE run_id = ? "
+            "ORDER BY trial_index",
+            (run_id,),
+        )
+        if not rows and not self._read("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
+            raise ValueError(self._no_run(run_id))
+        trials = []
+        for row in rows:
+            trial = dict(zip(_TRIAL_COLUMNS, row))
+            for key in ("params", "x", "n_test_samples", "extras"):
+                trial[key] = from_json(trial[key])
+            for key in ("scores", "fit_times", "score_times"):
+                trial[key] = from_json(trial[key], null_as_nan=True)
+            trials.append(trial)
+        return trials
