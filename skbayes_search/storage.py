@@ -160,6 +160,10 @@ _RUN_COLUMNS = (
     "finished",
     "status",
 )
+_RUNS_SQL = (
+    f"SELECT {', '.join(_RUN_COLUMNS)}, "
+    "(SELECT COUNT(*) FROM trials WHERE trials.run_id = runs.id) AS n_trials FROM runs"
+)
 
 _T = TypeVar("_T")
 
@@ -185,10 +189,6 @@ def _jsonable(
             return None
         return {_FLOAT_TAG: repr(value)}
     if isinstance(value, np.ndarray):
-        if value.dtype.kind in "cmMV":
-            raise TypeError(
-                f"{where}: numpy array of dtype {value.dtype} is not JSON-serialisable"
-            )
         return [
             _jsonable(item, f"{where}[{i}]", nan_as_null, tag_tuples)
             for i, item in enumerate(value.tolist())
@@ -302,8 +302,10 @@ def _canonical(value: Any, field: str) -> str:
 
 
 def _check_str(value: Any, field: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise TypeError(f"{field} must be a non-empty str, got {value!r:.80}")
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a str, got {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{field} must not be empty")
     return value
 
 
@@ -316,7 +318,7 @@ def _check_mapping(value: Any, field: str) -> Mapping:
 
 
 def _per_split(value: Any, field: str, kind: str) -> np.ndarray:
-    """Validate a 1-D per-split sequence of numbers (``kind`` "f" or "i")."""
+    """Validate a non-empty 1-D sequence of numbers (``kind`` "f" or "i")."""
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -325,7 +327,7 @@ def _per_split(value: Any, field: str, kind: str) -> np.ndarray:
         ) from None
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(
-            f"{field} must be a non-empty 1-D sequence (one value per split), "
+            f"{field} must be a non-empty 1-D sequence of numbers, "
             f"got shape {arr.shape}"
         )
     if kind == "i":
@@ -541,15 +543,15 @@ class TrialStore:
 
     def _retry(self, work: Callable[[], _T]) -> _T:
         """Run ``work`` again while SQLite reports the database as locked."""
-        for attempt in range(_N_ATTEMPTS):
+        for attempt in range(_N_ATTEMPTS - 1):
             try:
                 return work()
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or attempt == _N_ATTEMPTS - 1:
+                if not _is_busy(exc):
                     raise
             # Jitter so that waiting writers do not collide again in step.
             time.sleep(random.uniform(0.05, 0.2) * 2**attempt)
-        raise AssertionError("unreachable")
+        return work()
 
     def _conn(self) -> sqlite3.Connection:
         """Return the connection of this process, opening and checking the file."""
@@ -717,8 +719,14 @@ class TrialStore:
         ------
         ValueError
             If the run exists with another strategy, estimator class or search
-            space: a run can only be resumed by the same search. ``meta`` and
-            ``settings`` of an existing run are kept as first stored.
+            space: a run can only be resumed by the same search.
+
+        Notes
+        -----
+        Opening an existing run marks it as running again (``status``
+        ``"running"``, ``finished`` None) until the next :meth:`finish_run`, so
+        that an interrupted resume does not pass for a finished run. Its ``meta``
+        and ``settings`` are kept as first stored.
         """
         _check_str(name, "name")
         _check_str(strategy, "strategy")
@@ -764,6 +772,10 @@ class TrialStore:
                     "Use another run_name, or the same strategy, estimator and "
                     "search space."
                 )
+            conn.execute(
+                "UPDATE runs SET finished = NULL, status = 'running' WHERE id = ?",
+                (run_id,),
+            )
             return int(run_id)
 
         return self._write(work)
@@ -801,6 +813,24 @@ class TrialStore:
         """
         rows = self._read("SELECT id FROM runs WHERE name = ?", (name,))
         return int(rows[0][0]) if rows else None
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        """Return one run as a dict, like an item of :meth:`runs`.
+
+        Parameters
+        ----------
+        run_id : int
+            Id returned by :meth:`open_run`.
+
+        Returns
+        -------
+        run : dict
+            See :meth:`runs`.
+        """
+        rows = self._read(_RUNS_SQL + " WHERE id = ?", (int(run_id),))
+        if not rows:
+            raise ValueError(self._no_run(run_id))
+        return self._decode_run(rows[0])
 
     def runs(
         self,
@@ -846,10 +876,7 @@ class TrialStore:
             for item in exclude:
                 where.append("name != ?" if isinstance(item, str) else "id != ?")
                 args.append(item if isinstance(item, str) else int(item))
-        sql = (
-            f"SELECT {', '.join(_RUN_COLUMNS)}, "
-            "(SELECT COUNT(*) FROM trials WHERE trials.run_id = runs.id) FROM runs"
-        )
+        sql = _RUNS_SQL
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id"

@@ -202,6 +202,8 @@ def test_unknown_run(tmp_path):
         store.finish_run(7)
     with pytest.raises(ValueError, match="no run with id 7"):
         store.trials(7)
+    with pytest.raises(ValueError, match="no run with id 7"):
+        store.run(7)
     assert store.run_id("missing") is None
 
 
@@ -216,6 +218,34 @@ def test_reopen_returns_same_run(tmp_path):
     assert store.run_id("a") == first and store.run_id("b") == other
     assert first != other
     assert len(store.runs()) == 2
+
+
+def test_reopen_marks_run_running_and_keeps_settings(tmp_path):
+    store = TrialStore(tmp_path / "store.db")
+    run = open_demo_run(store)
+    store.add_trial(run, make_record())
+    store.finish_run(run)
+    assert store.run(run)["status"] == "finished"
+    assert open_demo_run(store, settings={"n_iter": 50}) == run
+    info = store.run(run)
+    assert info["status"] == "running" and info["finished"] is None
+    assert info["settings"] == {"n_iter": 20, "random_state": 0}
+    assert info["n_trials"] == 1
+    # Trials are kept and numbering continues.
+    assert store.add_trial(run, make_record(1)) == 1
+    store.finish_run(run)
+    assert store.run(run)["status"] == "finished"
+
+
+def test_open_run_validation(tmp_path):
+    store = TrialStore(tmp_path / "store.db")
+    with pytest.raises(ValueError, match="name must not be empty"):
+        open_demo_run(store, "")
+    with pytest.raises(TypeError, match="strategy must be a str"):
+        open_demo_run(store, strategy=None)
+    with pytest.raises(TypeError, match="settings must be a dict"):
+        open_demo_run(store, settings=[1])
+    assert store.runs() == []
 
 
 @pytest.mark.parametrize(
