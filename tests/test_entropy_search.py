@@ -1,0 +1,184 @@
+"""Tests of the entropy-search maths used by FABOLAS."""
+
+import numpy as np
+import pytest
+
+from skbayes_search.entropy_search import (
+    RepresenterPosterior,
+    entropy,
+    fabolas_acquisition,
+    gauss_hermite,
+    information_gain,
+    pmin_monte_carlo,
+    rank_one_update,
+    sample_representers,
+    standard_normal_draws,
+)
+
+
+def _sqexp(A, B, length=0.3):
+    d2 = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
+    return np.exp(-0.5 * d2 / length**2)
+
+
+def _gp_posterior(X, y, Xs, noise):
+    """Plain numpy GP posterior (zero mean, unit amplitude)."""
+    K = _sqexp(X, X) + noise * np.eye(len(X))
+    Ks = _sqexp(X, Xs)
+    mean = Ks.T @ np.linalg.solve(K, y)
+    cov = _sqexp(Xs, Xs) - Ks.T @ np.linalg.solve(K, Ks)
+    return mean, cov
+
+
+@pytest.fixture
+def problem():
+    """A 1-D GP posterior on 5 observations, 12 representers, 1 candidate."""
+    rng = np.random.default_rng(0)
+    X = rng.random((5, 1))
+    y = np.sin(6 * X[:, 0])
+    Z = np.linspace(0, 1, 12)[:, None]
+    x = np.array([[0.37]])
+    noise = 1e-2
+    return X, y, Z, x, noise
+
+
+def test_rank_one_update_equals_refit(problem):
+    X, y, Z, x, noise = problem
+    both = np.vstack([Z, x])
+    mean, cov = _gp_posterior(X, y, both, noise)
+    m_z, K_z = mean[:-1], cov[:-1, :-1]
+    c = cov[:-1, -1]
+    v = cov[-1, -1] + noise
+    y_new = 0.8
+    w = (y_new - mean[-1]) / np.sqrt(v)
+    m_upd, K_upd = rank_one_update(m_z, K_z, c, v, w)
+
+    # the same posterior computed from scratch with the observation appended
+    m_ref, K_ref = _gp_posterior(np.vstack([X, x]), np.append(y, y_new), Z, noise)
+    np.testing.assert_allclose(m_upd, m_ref, atol=1e-8)
+    np.testing.assert_allclose(K_upd, K_ref, atol=1e-8)
+
+
+def test_fantasy_samples_follow_rank_one_update(problem):
+    X, y, Z, x, noise = problem
+    mean, cov = _gp_posterior(X, y, np.vstack([Z, x]), noise)
+    m_z, K_z, c = mean[:-1], cov[:-1, :-1], cov[:-1, -1]
+    v = cov[-1, -1] + noise
+    normals = standard_normal_draws(2**15, len(Z) + 1, np.random.default_rng(1))
+    post = RepresenterPosterior(m_z, K_z, normals)
+    w = -2.5
+    F = post.fantasy_samples(c, v, w)
+    m_upd, K_upd = rank_one_update(m_z, K_z, c, v, w)
+    np.testing.assert_allclose(F.mean(axis=0), m_upd, atol=0.02)
+    np.testing.assert_allclose(np.cov(F.T), K_upd, atol=0.02)
+    # the update really changed things (else the test above is vacuous)
+    assert np.abs(m_upd - m_z).max() > 0.2
+    assert np.abs(K_upd - K_z).max() > 0.01
+
+
+def test_pmin_sums_to_one_and_concentrates():
+    n = 8
+    mean = np.zeros(n)
+    mean[3] = -6.0
+    cov = 0.5 * np.eye(n) + 0.5
+    normals = standard_normal_draws(512, n + 1, np.random.default_rng(0))
+    post = RepresenterPosterior(mean, cov, normals)
+    assert post.pmin_.sum() == pytest.approx(1.0)
+    assert post.pmin_[3] > 0.99
+    # symmetric representers share the mass evenly
+    post = RepresenterPosterior(np.zeros(n), np.eye(n), normals)
+    assert post.pmin_.sum() == pytest.approx(1.0)
+    assert np.all(np.abs(post.pmin_ - 1 / n) < 0.05)
+    assert post.entropy_ == pytest.approx(np.log(n), abs=0.05)
+    np.testing.assert_allclose(pmin_monte_carlo(np.array([[1.0, 0.0, 2.0]])), [0, 1, 0])
+
+
+def test_information_gain_zero_where_certain_larger_where_uncertain(problem):
+    X, y, Z, _, _ = problem
+    # an observed point of a (nearly) noise-free model has a tiny predictive
+    # variance; 0.45 lies in the widest gap between observations
+    cand = np.array([X[0], [0.45]])
+    mean, cov = _gp_posterior(X, y, np.vstack([Z, cand]), 1e-8)
+    n = len(Z)
+    normals = standard_normal_draws(1024, n + 1, np.random.default_rng(2))
+    var_f = np.diag(cov)[n:]
+    assert var_f[0] < 1e-6 < 1e-3 < var_f[1]
+    ig = information_gain(mean[:n], cov[:n, :n], cov[:n, n:].T, var_f + 1e-2, normals)
+    assert abs(ig[0]) < 2e-3
+    assert ig[1] > 0.05
+    # zero covariance with the representers: exactly no information
+    ig0 = information_gain(
+        mean[:n], cov[:n, :n], np.zeros((1, n)), np.array([1.0]), normals
+    )
+    assert ig0[0] == 0.0
+
+
+def test_information_gain_matches_brute_force(problem):
+    """Vectorised CRN estimate vs fresh sampling from each updated posterior."""
+    X, y, Z, _, noise = problem
+    cands = np.array([[0.1], [0.37], [0.6], [0.95]])
+    n = len(Z)
+    mean, cov = _gp_posterior(X, y, np.vstack([Z, cands]), noise)
+    m_z, K_z = mean[:n], cov[:n, :n]
+    C = cov[:n, n:].T
+    v = np.diag(cov)[n:] + noise
+    normals = standard_normal_draws(4096, n + 1, np.random.default_rng(3))
+    ig = information_gain(m_z, K_z, C, v, normals, n_quadrature=7)
+
+    rng = np.random.default_rng(4)
+    nodes, weights = gauss_hermite(7)
+    h0 = entropy(pmin_monte_carlo(rng.multivariate_normal(m_z, K_z, 20000)))
+    brute = []
+    for c, vc in zip(C, v):
+        h = 0.0
+        for w, wt in zip(nodes, weights):
+            m1, K1 = rank_one_update(m_z, K_z, c, vc, w)
+            draws = rng.multivariate_normal(m1, K1, 20000, method="eigh")
+            h += wt * entropy(pmin_monte_carlo(draws))
+        brute.append(h0 - h)
+    np.testing.assert_allclose(ig, brute, atol=0.06)
+    assert np.ptp(brute) > 0.1  # the candidates really differ
+
+
+def test_information_gain_validation():
+    post = RepresenterPosterior(np.zeros(3), np.eye(3), np.zeros((4, 4)))
+    with pytest.raises(ValueError, match="var_y"):
+        post.information_gain(np.zeros((1, 3)), np.array([0.0]))
+    with pytest.raises(ValueError, match="columns"):
+        post.information_gain(np.zeros((1, 2)), np.array([1.0]))
+    with pytest.raises(ValueError, match="normals"):
+        RepresenterPosterior(np.zeros(3), np.eye(3), np.zeros((4, 3)))
+
+
+def test_gauss_hermite_moments():
+    nodes, weights = gauss_hermite(5)
+    assert weights.sum() == pytest.approx(1.0)
+    assert np.sum(weights * nodes**2) == pytest.approx(1.0)
+    assert np.sum(weights * nodes**4) == pytest.approx(3.0)
+
+
+def test_sample_representers_includes_and_prefers_heavy_points():
+    rng = np.random.default_rng(0)
+    log_w = np.log(np.r_[np.full(10, 100.0), np.full(90, 1.0)])
+    hits = np.zeros(100)
+    for _ in range(200):
+        idx = sample_representers(log_w, 10, rng, include=[55])
+        assert idx[0] == 55
+        assert len(set(idx)) == 10
+        hits[idx] += 1
+    # the ten heavy points are drawn far more often than the light ones
+    assert hits[:10].mean() > 10 * hits[10:].mean()
+    idx = sample_representers(np.r_[0.0, -np.inf, 0.0], 5, rng)
+    assert sorted(idx[:2]) == [0, 2]
+
+
+def test_fabolas_acquisition_trades_gain_against_cost():
+    gain = np.array([[1.0, 1.0, 2.0], [1.0, 1.0, 2.0]])
+    log_cost = np.log([[1.0, 10.0, 10.0]])
+    a = fabolas_acquisition(gain, log_cost)
+    np.testing.assert_allclose(a, [1.0, 0.1, 0.2])
+    # a large overhead makes cost differences negligible: the gain decides
+    a = fabolas_acquisition(gain, log_cost, overhead=1000.0)
+    assert np.argmax(a) == 2
+    with pytest.raises(ValueError, match="overhead"):
+        fabolas_acquisition(gain, log_cost, overhead=-1.0)
