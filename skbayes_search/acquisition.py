@@ -1,0 +1,235 @@
+"""Acquisition functions (minimisation convention).
+
+The elementwise functions :func:`log_ei`, :func:`log_pi` and :func:`lcb` work
+on predictive means and standard deviations. :func:`make_acquisition` turns a
+fitted :class:`~skbayes_search.gp.GPSurrogate` into a vectorised function of
+unit-cube points to *maximise*: the acquisition integrated over the
+hyperparameter samples (Snoek et al. 2012, eq. 6), optionally divided by the
+predicted cost (EI per second) and averaged over Monte Carlo fantasies of
+pending evaluations (eq. 7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from scipy.special import erfcx, log_ndtr, logsumexp, ndtr
+from threadpoolctl import threadpool_limits
+
+from .gp.model import cholesky_jitter
+
+__all__ = [
+    "ACQUISITIONS",
+    "lcb",
+    "log_ei",
+    "log_h",
+    "log_pi",
+    "make_acquisition",
+]
+
+ACQUISITIONS = ("ei", "ei_per_second", "pi", "lcb")
+
+_INV_SQRT2 = 1.0 / np.sqrt(2.0)
+_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+_HALF_LOG_PI_2 = 0.5 * np.log(np.pi / 2.0)
+# below this the Mills-ratio series is exact to double precision and the
+# erfcx form starts losing digits to cancellation in 1 - |u| erfcx(.)
+_U_ASYMPTOTIC = -1e3
+
+
+def _log1mexp(w: np.ndarray) -> np.ndarray:
+    """``log(1 - exp(w))`` for ``w < 0``, accurate at both ends."""
+    w = np.asarray(w, dtype=float)
+    out = np.empty_like(w)
+    small = w > -np.log(2.0)
+    out[small] = np.log(-np.expm1(w[small]))
+    out[~small] = np.log1p(-np.exp(w[~small]))
+    return out
+
+
+def log_h(u: Any) -> np.ndarray:
+    """``log(phi(u) + u Phi(u))``, the log of EI for unit std, stable for all u.
+
+    Follows the LogEI formulation of Ament et al. (NeurIPS 2023): the direct
+    formula for ``u > -1``; ``log phi(u) + log1mexp(log(erfcx(-u/sqrt2) |u|) +
+    log(pi/2)/2)`` for moderately negative ``u``; and the asymptotic expansion
+    ``log phi(u) - 2 log|u| + log(1 - 3/u^2 + 15/u^4)`` far in the tail.
+    """
+    u = np.asarray(u, dtype=float)
+    out = np.empty_like(u)
+    upper = u > -1.0
+    tail = u < _U_ASYMPTOTIC
+    mid = ~upper & ~tail
+    uu = u[upper]
+    out[upper] = np.log(np.exp(-0.5 * uu * uu) / np.sqrt(2 * np.pi) + uu * ndtr(uu))
+    um = u[mid]
+    log_phi = -0.5 * um * um - _LOG_SQRT_2PI
+    w = np.log(erfcx(-um * _INV_SQRT2) * np.abs(um)) + _HALF_LOG_PI_2
+    out[mid] = log_phi + _log1mexp(w)
+    ut = u[tail]
+    inv2 = 1.0 / (ut * ut)
+    out[tail] = (
+        -0.5 * ut * ut
+        - _LOG_SQRT_2PI
+        - 2.0 * np.log(np.abs(ut))
+        + np.log1p(-3.0 * inv2 + 15.0 * inv2 * inv2)
+    )
+    return out
+
+
+def log_ei(mean: Any, std: Any, best: Any) -> np.ndarray:
+    """Log expected improvement below ``best`` (minimisation), elementwise.
+
+    ``EI = std * h(u)`` with ``u = (best - mean) / std``; finite (no
+    underflow) however far ``mean`` lies above ``best``.
+
+    Parameters
+    ----------
+    mean, std, best : array-like, broadcastable
+        Predictive mean and (positive) standard deviation; incumbent value.
+
+    Returns
+    -------
+    ndarray
+    """
+    mean, std, best = np.broadcast_arrays(
+        np.asarray(mean, float), np.asarray(std, float), np.asarray(best, float)
+    )
+    std = np.maximum(std, np.finfo(float).tiny)
+    u = (best - mean) / std
+    return np.log(std) + log_h(u)
+
+
+def log_pi(mean: Any, std: Any, best: Any) -> np.ndarray:
+    """Log probability of improving on ``best`` (minimisation), elementwise."""
+    mean, std, best = np.broadcast_arrays(
+        np.asarray(mean, float), np.asarray(std, float), np.asarray(best, float)
+    )
+    std = np.maximum(std, np.finfo(float).tiny)
+    return log_ndtr((best - mean) / std)
+
+
+def lcb(mean: Any, std: Any, kappa: float) -> np.ndarray:
+    """Lower confidence bound ``mean - kappa * std`` (to be minimised)."""
+    return np.asarray(mean, float) - kappa * np.asarray(std, float)
+
+
+def _fantasy_models(
+    surrogate: Any,
+    X_pending: np.ndarray,
+    best_std: float,
+    n_fantasies: int,
+    rng: np.random.Generator,
+) -> list[tuple[Any, np.ndarray]]:
+    """Per hyperparameter sample, one multi-target GP conditioned on joint draws.
+
+    Each model draws ``n_fantasies`` joint noisy outcomes at the pending
+    points and conditions on all of them at once (they share one extended
+    Cholesky factor). The incumbent of each fantasy includes its own
+    fantasised values.
+    """
+    out = []
+    k = X_pending.shape[0]
+    for model in surrogate.models_:
+        mu, cov = model.predict(X_pending, full_cov=True)
+        cov[np.diag_indices(k)] += model.noise_var_
+        Lc, _ = cholesky_jitter(cov)
+        yf = mu[:, None] + Lc @ rng.standard_normal((k, n_fantasies))
+        best = np.minimum(best_std, yf.min(axis=0))
+        out.append((model.condition(X_pending, yf), best))
+    return out
+
+
+def make_acquisition(
+    surrogate: Any,
+    acquisition: str = "ei",
+    *,
+    y_best: float,
+    cost_surrogate: Any = None,
+    X_pending: Any = None,
+    n_fantasies: int | None = None,
+    kappa: float = 2.0,
+    rng: np.random.Generator | None = None,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Integrated acquisition of a fitted surrogate as a function to maximise.
+
+    Parameters
+    ----------
+    surrogate : GPSurrogate
+        Fitted loss surrogate (``models_``, ``y_mean_``, ``y_std_``).
+    acquisition : {"ei", "ei_per_second", "pi", "lcb"}, default="ei"
+        Returned values: log of the integrated EI (original units), log EI minus
+        the mean predicted log cost, log of the integrated PI, or minus the
+        average LCB.
+    y_best : float
+        Incumbent loss in original units (usually the smallest observed loss).
+    cost_surrogate : GPSurrogate, optional
+        Fitted on log cost; required for ``"ei_per_second"``.
+    X_pending : array-like of shape (k, d), optional
+        Points under evaluation; the acquisition is averaged over Monte Carlo
+        fantasies of their outcomes.
+    n_fantasies : int, optional
+        Joint fantasies per hyperparameter sample. Default: about 32 in total,
+        ``max(3, ceil(32 / n_models))`` per sample.
+    kappa : float, default=2.0
+        LCB exploration weight.
+    rng : numpy.random.Generator, optional
+        Draws the fantasies (once, so the returned function is deterministic).
+
+    Returns
+    -------
+    callable
+        ``func(U: ndarray (m, d)) -> ndarray (m,)`` to maximise.
+    """
+    if acquisition not in ACQUISITIONS:
+        raise ValueError(
+            f"acquisition must be one of {ACQUISITIONS}, got {acquisition!r}."
+        )
+    if acquisition == "ei_per_second" and cost_surrogate is None:
+        raise ValueError("acquisition='ei_per_second' needs a cost_surrogate.")
+    y_mean, y_std = surrogate.y_mean_, surrogate.y_std_
+    best_std = (float(y_best) - y_mean) / y_std
+    n_models = len(surrogate.models_)
+
+    pending = None if X_pending is None else np.atleast_2d(np.asarray(X_pending, float))
+    if pending is not None and pending.shape[0] > 0:
+        if rng is None:
+            raise ValueError("rng is required to draw fantasies for X_pending.")
+        if n_fantasies is None:
+            n_fantasies = max(3, int(np.ceil(32 / n_models)))
+        with threadpool_limits(1):
+            members = _fantasy_models(surrogate, pending, best_std, n_fantasies, rng)
+    else:
+        members = [(m, np.array([best_std])) for m in surrogate.models_]
+
+    def func(U: np.ndarray) -> np.ndarray:
+        U = np.atleast_2d(np.asarray(U, dtype=float))
+        with threadpool_limits(1):
+            parts = []
+            for model, best in members:
+                mu, var = model.predict(U)
+                mu = mu.reshape(U.shape[0], -1)  # (m, n_fantasies or 1)
+                sd = np.sqrt(var)[:, None]
+                if acquisition in ("ei", "ei_per_second"):
+                    parts.append(log_ei(mu, sd, best[None, :]))
+                elif acquisition == "pi":
+                    parts.append(log_pi(mu, sd, best[None, :]))
+                else:
+                    parts.append(-lcb(mu, sd, kappa))
+            vals = np.concatenate(parts, axis=1)
+            if acquisition == "lcb":
+                # back to original units; the mean over fantasies of the
+                # conditioned means is the unconditioned mean
+                out = -(y_mean - y_std * vals.mean(axis=1))
+            else:
+                out = logsumexp(vals, axis=1) - np.log(vals.shape[1])
+                if acquisition != "pi":
+                    out += np.log(y_std)
+            if acquisition == "ei_per_second":
+                cost_mean, _ = cost_surrogate.predict(U)
+                out -= cost_mean.mean(axis=0)
+        return out
+
+    return func

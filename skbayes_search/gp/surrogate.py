@@ -1,0 +1,247 @@
+"""The GP surrogate ensemble used by every search strategy."""
+
+from __future__ import annotations
+
+import copy
+import numbers
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .inference import (
+    LogPosterior,
+    fit_map,
+    hyper_bounds,
+    initial_hyper,
+    slice_sample,
+)
+from .kernels import Kernel, Matern52
+from .model import GaussianProcess
+
+__all__ = ["GPSurrogate", "as_generator"]
+
+
+def as_generator(random_state: Any) -> np.random.Generator:
+    """A numpy Generator from None, an int, a Generator or a RandomState."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+    if random_state is None or isinstance(random_state, numbers.Integral):
+        return np.random.default_rng(random_state)
+    raise ValueError(f"Cannot build a random generator from {random_state!r}.")
+
+
+class GPSurrogate:
+    """Gaussian-process surrogate with hyperparameters integrated out or fixed.
+
+    ``fit`` standardises ``y`` and either slice-samples the hyperparameter
+    posterior (``"mcmc"``, Snoek et al. 2012) or maximises it (``"map"``).
+    One :class:`GaussianProcess` per retained hyperparameter sample is kept in
+    ``models_`` (standardised units); acquisitions average over them.
+
+    Refits continue where the previous fit stopped: the MCMC chain resumes
+    from its last state (``n_burn`` sweeps only on the first fit, then
+    ``n_burn_refit`` sweeps), and MAP starts from the previous optimum (plus
+    ``n_restarts_refit`` random restarts).
+
+    Parameters
+    ----------
+    kernel : Kernel or None, default=None
+        Correlation kernel; None means :class:`Matern52` ARD over all columns.
+        The kernel is copied, never modified.
+    hyperparameter_sampling : {"mcmc", "map"}, default="mcmc"
+    n_samples : int, default=10
+        Hyperparameter samples kept (MCMC only; MAP keeps one model).
+    n_burn : int, default=100
+        Burn-in sweeps on the first fit.
+    random_state : int, Generator or None, default=None
+        Seeds the sampler and the MAP restarts; a Generator is used (and
+        advanced) as is.
+    thin : int, default=1
+        Sweeps between kept samples.
+    n_burn_refit : int, default=1
+        Sweeps discarded at the start of every refit (the data changed).
+    n_restarts : int, default=3
+        MAP starts on the first fit.
+    n_restarts_refit : int, default=1
+        Extra random MAP starts on refits (besides the previous optimum).
+    method : {"coordinate", "random"}, default="coordinate"
+        Slice-sampling direction scheme.
+
+    Attributes
+    ----------
+    models_ : list of GaussianProcess
+    thetas_ : ndarray of shape (n_models, 3 + kernel.n_params)
+    y_mean_, y_std_ : float
+        Standardisation of ``y``.
+    kernel_ : Kernel
+        The fitted copy of ``kernel``.
+    X_, y_ : ndarray
+        Training data in original units.
+    n_fits_ : int
+    """
+
+    def __init__(
+        self,
+        kernel: Kernel | None = None,
+        *,
+        hyperparameter_sampling: str = "mcmc",
+        n_samples: int = 10,
+        n_burn: int = 100,
+        random_state: Any = None,
+        thin: int = 1,
+        n_burn_refit: int = 1,
+        n_restarts: int = 3,
+        n_restarts_refit: int = 1,
+        method: str = "coordinate",
+    ):
+        self.kernel = kernel
+        self.hyperparameter_sampling = hyperparameter_sampling
+        self.n_samples = n_samples
+        self.n_burn = n_burn
+        self.random_state = random_state
+        self.thin = thin
+        self.n_burn_refit = n_burn_refit
+        self.n_restarts = n_restarts
+        self.n_restarts_refit = n_restarts_refit
+        self.method = method
+
+    def _check_params(self) -> None:
+        if self.hyperparameter_sampling not in ("mcmc", "map"):
+            raise ValueError(
+                "hyperparameter_sampling must be 'mcmc' or 'map', got "
+                f"{self.hyperparameter_sampling!r}."
+            )
+        for name in ("n_samples", "thin", "n_restarts"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}.")
+        for name in ("n_burn", "n_burn_refit", "n_restarts_refit"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or v < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {v!r}.")
+        if self.kernel is not None and not isinstance(self.kernel, Kernel):
+            raise TypeError(f"kernel must be a Kernel or None, got {self.kernel!r}.")
+
+    def fit(self, X: Any, y: Any) -> GPSurrogate:
+        """Fit (or refit, continuing the chain) on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Inputs in the unit cube.
+        y : array-like of shape (n,)
+            Finite losses (to be minimised).
+
+        Returns
+        -------
+        self : GPSurrogate
+        """
+        self._check_params()
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        y = np.asarray(y, dtype=float).ravel()
+        if X.shape[0] != y.size or y.size == 0:
+            raise ValueError(f"Need matching non-empty X, y; got {X.shape}, {y.shape}.")
+        if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+            raise ValueError("X and y must be finite (failed trials need a penalty).")
+
+        first = not hasattr(self, "state_") or self._n_dims != X.shape[1]
+        if first:
+            kernel = Matern52() if self.kernel is None else copy.deepcopy(self.kernel)
+            kernel.set_n_dims(X.shape[1])
+            self.kernel_ = kernel
+            self._rng = as_generator(self.random_state)
+            self._n_dims = X.shape[1]
+            self.n_fits_ = 0
+
+        self.y_mean_ = float(np.mean(y))
+        std = float(np.std(y))
+        self.y_std_ = std if std > 1e-12 * max(1.0, abs(self.y_mean_)) else 1.0
+        ys = (y - self.y_mean_) / self.y_std_
+        self.X_, self.y_ = X, y
+
+        with threadpool_limits(1):
+            lp = LogPosterior(self.kernel_, X, ys)
+            if self.hyperparameter_sampling == "map":
+                self.thetas_ = self._fit_map(lp, X, ys, first)
+            else:
+                self.thetas_ = self._fit_mcmc(lp, first)
+            self.models_ = [
+                GaussianProcess(self.kernel_).fit(X, ys, t) for t in self.thetas_
+            ]
+        self.n_fits_ += 1
+        return self
+
+    def _fit_map(
+        self, lp: LogPosterior, X: np.ndarray, ys: np.ndarray, first: bool
+    ) -> np.ndarray:
+        if first:
+            theta, _ = fit_map(
+                self.kernel_,
+                X,
+                ys,
+                rng=self._rng,
+                n_restarts=self.n_restarts,
+                log_posterior=lp,
+            )
+        else:
+            theta, _ = fit_map(
+                self.kernel_,
+                X,
+                ys,
+                rng=self._rng,
+                n_restarts=1 + self.n_restarts_refit,
+                theta0=self.state_,
+                log_posterior=lp,
+            )
+        self.state_ = theta
+        return theta[None, :]
+
+    def _fit_mcmc(self, lp: LogPosterior, first: bool) -> np.ndarray:
+        lo, hi = np.asarray(hyper_bounds(self.kernel_)).T
+        if first:
+            x0, n_burn = initial_hyper(self.kernel_), self.n_burn
+        else:
+            x0, n_burn = np.clip(self.state_, lo, hi), self.n_burn_refit
+        logp0 = lp(x0)
+        if not np.isfinite(logp0):
+            # the previous state can become impossible (e.g. a new duplicate
+            # input with a noise-free model); restart from the default
+            x0 = initial_hyper(self.kernel_)
+            logp0 = lp(x0)
+            n_burn = max(n_burn, self.n_burn)
+        samples, _ = slice_sample(
+            lp,
+            x0,
+            self.n_samples,
+            rng=self._rng,
+            n_burn=n_burn,
+            thin=self.thin,
+            method=self.method,
+            logp0=logp0,
+        )
+        self.state_ = samples[-1].copy()
+        return samples
+
+    def predict(self, Xs: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and std of the latent function, in original units.
+
+        Parameters
+        ----------
+        Xs : array-like of shape (m, d)
+
+        Returns
+        -------
+        mean, std : ndarray of shape (n_models, m)
+        """
+        Xs = np.atleast_2d(np.asarray(Xs, dtype=float))
+        means = np.empty((len(self.models_), Xs.shape[0]))
+        stds = np.empty_like(means)
+        with threadpool_limits(1):
+            for i, m in enumerate(self.models_):
+                mu, var = m.predict(Xs)
+                means[i] = self.y_mean_ + self.y_std_ * mu
+                stds[i] = self.y_std_ * np.sqrt(var)
+        return means, stds

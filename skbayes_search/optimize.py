@@ -1,0 +1,295 @@
+"""Acquisition maximisation and greedy batch proposals.
+
+:func:`maximize` is the one optimiser every strategy uses on its own
+acquisition: scrambled Sobol candidates plus Gaussian perturbations of seed
+points, L-BFGS-B polish of the best few on the box ``[0, 1]^D`` with
+vectorised finite-difference gradients, snapping to valid points, and never a
+point from ``exclude``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.stats import qmc
+
+from .acquisition import make_acquisition
+
+__all__ = ["maximize", "propose_batch"]
+
+_EXCLUDE_TOL = 1e-9
+_FD_STEP = 1e-6
+# perturbation scales around seeds: local refinement up to a wide jump
+_PERTURB_SCALES = (0.005, 0.02, 0.05, 0.1, 0.2)
+
+
+def _clip_unit(U: np.ndarray) -> np.ndarray:
+    return np.clip(U, 0.0, 1.0)
+
+
+def _evaluate(func: Callable, U: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    if U.shape[0] == 0:
+        return np.empty(0)
+    vals = np.concatenate(
+        [
+            np.asarray(func(U[i : i + chunk]), float).ravel()
+            for i in range(0, len(U), chunk)
+        ]
+    )
+    if vals.shape[0] != U.shape[0]:
+        raise ValueError(
+            f"func returned {vals.shape[0]} values for {U.shape[0]} points."
+        )
+    # nan would poison the ranking; treat it as the worst possible value
+    return np.where(np.isnan(vals), -np.inf, vals)
+
+
+def _excluded_mask(U: np.ndarray, exclude: np.ndarray | None) -> np.ndarray:
+    if exclude is None or exclude.shape[0] == 0 or U.shape[0] == 0:
+        return np.zeros(U.shape[0], dtype=bool)
+    out = np.zeros(U.shape[0], dtype=bool)
+    # chunks keep the (m, n_exclude, D) difference tensor small
+    step = max(1, 2_000_000 // max(1, exclude.size))
+    for i in range(0, U.shape[0], step):
+        d = np.abs(U[i : i + step, None, :] - exclude[None, :, :]).max(axis=2)
+        out[i : i + step] = (d <= _EXCLUDE_TOL).any(axis=1)
+    return out
+
+
+def _polish(func: Callable, x0: np.ndarray, maxiter: int) -> np.ndarray:
+    """L-BFGS-B on [0, 1]^D with forward differences done in one func call."""
+    D = x0.size
+    eye = np.eye(D)
+
+    def negative(x: np.ndarray) -> tuple[float, np.ndarray]:
+        # step inwards at the upper bound so no probe leaves the box
+        sign = np.where(x + _FD_STEP > 1.0, -1.0, 1.0)
+        pts = np.vstack([x, x + eye * (sign * _FD_STEP)])
+        v = np.asarray(func(pts), float).ravel()
+        if not np.isfinite(v[0]):
+            return 1e300, np.zeros(D)
+        g = (v[1:] - v[0]) / (sign * _FD_STEP)
+        g = np.where(np.isfinite(g), g, 0.0)
+        return -float(v[0]), -g
+
+    res = minimize(
+        negative,
+        x0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, 1.0)] * D,
+        options={"maxiter": maxiter},
+    )
+    return _clip_unit(np.asarray(res.x, float))
+
+
+def maximize(
+    func: Callable[[np.ndarray], np.ndarray],
+    n_dims: int,
+    *,
+    rng: np.random.Generator,
+    snap: Callable[[np.ndarray], np.ndarray] | None = None,
+    seeds: Any = None,
+    exclude: Any = None,
+    n_candidates: int = 2048,
+    n_polish: int = 5,
+    maxiter: int = 50,
+) -> tuple[np.ndarray, float]:
+    """Maximise a vectorised function over the unit cube.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(U: ndarray (n, n_dims)) -> ndarray (n,)``, values to maximise
+        (``-inf`` allowed, nan is treated as ``-inf``). Must be deterministic.
+    n_dims : int
+        Dimension ``D`` of the unit cube.
+    rng : numpy.random.Generator
+        Source of all randomness (same state, same result).
+    snap : callable, optional
+        Maps points to valid points (e.g. ``SearchSpace.snap``); applied to
+        every candidate and to the polished points before they are scored.
+    seeds : array-like of shape (k, n_dims), optional
+        Points (e.g. the best observed) around which Gaussian perturbations at
+        several scales are added to the candidates.
+    exclude : array-like of shape (e, n_dims), optional
+        Points never to return (max-abs distance <= 1e-9 after snapping); the
+        next best candidate is returned instead.
+    n_candidates : int, default=2048
+        Scrambled Sobol candidates.
+    n_polish : int, default=5
+        Best distinct candidates polished with L-BFGS-B.
+    maxiter : int, default=50
+        L-BFGS-B iterations per polish.
+
+    Returns
+    -------
+    x : ndarray of shape (n_dims,)
+    value : float
+        ``func(x)``.
+
+    Raises
+    ------
+    ValueError
+        If every candidate (and a fresh random batch) is excluded, i.e. the
+        snapped space looks exhausted.
+    """
+    n_dims = int(n_dims)
+    if n_dims < 1:
+        raise ValueError(f"n_dims must be >= 1, got {n_dims}.")
+    snap_ = _clip_unit if snap is None else (lambda U: _clip_unit(snap(_clip_unit(U))))
+    excl = None if exclude is None else np.atleast_2d(np.asarray(exclude, float))
+    if excl is not None and excl.size == 0:
+        excl = None
+    if excl is not None:
+        excl = excl.reshape(-1, n_dims)
+
+    sobol = qmc.Sobol(d=n_dims, scramble=True, seed=rng)
+    m = max(int(np.ceil(np.log2(max(n_candidates, 1)))), 0)
+    cands = [sobol.random_base2(m)[:n_candidates]]
+    if seeds is not None:
+        S = np.atleast_2d(np.asarray(seeds, float)).reshape(-1, n_dims)
+        if S.shape[0]:
+            per_seed = max(
+                len(_PERTURB_SCALES), min(64, n_candidates // (4 * S.shape[0]))
+            )
+            scales = np.resize(np.asarray(_PERTURB_SCALES), per_seed)
+            noise = rng.standard_normal((S.shape[0], per_seed, n_dims))
+            P = S[:, None, :] + scales[None, :, None] * noise
+            cands.append(P.reshape(-1, n_dims))
+    C = snap_(np.vstack(cands))
+    vals = _evaluate(func, C)
+
+    # polish the best distinct starting points
+    order = np.argsort(-vals, kind="stable")
+    starts: list[np.ndarray] = []
+    for i in order:
+        if len(starts) >= n_polish or not np.isfinite(vals[i]):
+            break
+        if all(np.max(np.abs(C[i] - s)) > _EXCLUDE_TOL for s in starts):
+            starts.append(C[i])
+    if starts:
+        polished = snap_(np.vstack([_polish(func, s, maxiter) for s in starts]))
+        C = np.vstack([C, polished])
+        vals = np.concatenate([vals, _evaluate(func, polished)])
+
+    for attempt in range(2):
+        order = np.argsort(-vals, kind="stable")
+        for lo in range(0, order.size, 256):
+            idx = order[lo : lo + 256]
+            ok = ~_excluded_mask(C[idx], excl)
+            if ok.any():
+                j = idx[np.argmax(ok)]
+                return C[j].copy(), float(vals[j])
+        if attempt == 0:
+            # every candidate collided with an excluded point (tiny discrete
+            # space): one more round of fresh random points
+            C = snap_(rng.uniform(size=(max(n_candidates, 256), n_dims)))
+            vals = _evaluate(func, C)
+    raise ValueError(
+        "maximize: every candidate point is excluded; the search space seems exhausted."
+    )
+
+
+def propose_batch(
+    surrogate: Any,
+    n_points: int,
+    *,
+    acquisition: str = "ei",
+    X_observed: Any,
+    y_observed: Any,
+    snap: Callable[[np.ndarray], np.ndarray] | None = None,
+    rng: np.random.Generator,
+    cost_surrogate: Any = None,
+    X_pending: Any = None,
+    n_fantasies: int | None = None,
+    kappa: float = 2.0,
+    n_candidates: int = 2048,
+    n_polish: int = 5,
+    n_seeds: int = 5,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy batch of points maximising the integrated acquisition.
+
+    Point ``j`` of the batch treats ``X_pending`` and points ``0..j-1`` as
+    pending evaluations: the acquisition is averaged over Monte Carlo
+    fantasies of their outcomes (Snoek et al. 2012, section 3.3), so the
+    batch spreads out instead of repeating one argmax.
+
+    Parameters
+    ----------
+    surrogate : GPSurrogate
+        Fitted on ``(X_observed, y_observed)``.
+    n_points : int
+        Batch size.
+    acquisition : {"ei", "ei_per_second", "pi", "lcb"}, default="ei"
+    X_observed : array-like of shape (n, D)
+    y_observed : array-like of shape (n,)
+        Observed losses (original units); the incumbent is their minimum.
+    snap : callable, optional
+        Maps unit points to valid points (``SearchSpace.snap``).
+    rng : numpy.random.Generator
+    cost_surrogate : GPSurrogate, optional
+        Fitted on log cost (``"ei_per_second"``).
+    X_pending : array-like of shape (k, D), optional
+        Points currently under evaluation.
+    n_fantasies : int, optional
+        Joint fantasies per hyperparameter sample (see
+        :func:`~skbayes_search.acquisition.make_acquisition`).
+    kappa : float, default=2.0
+        LCB weight.
+    n_candidates, n_polish : int
+        Passed to :func:`maximize`.
+    n_seeds : int, default=5
+        Best observed points used as perturbation seeds.
+
+    Returns
+    -------
+    U : ndarray of shape (n_points, D)
+        Snapped proposals, distinct from each other and from observed and
+        pending points.
+    values : ndarray of shape (n_points,)
+        Acquisition value of each point when it was chosen.
+    """
+    X_obs = np.atleast_2d(np.asarray(X_observed, float))
+    y_obs = np.asarray(y_observed, float).ravel()
+    if X_obs.shape[0] != y_obs.size or y_obs.size == 0:
+        raise ValueError("X_observed and y_observed must be non-empty and match.")
+    D = X_obs.shape[1]
+    pending = (
+        np.empty((0, D))
+        if X_pending is None
+        else np.atleast_2d(np.asarray(X_pending, float)).reshape(-1, D)
+    )
+    y_best = float(np.min(y_obs))
+    seeds = X_obs[np.argsort(y_obs, kind="stable")[:n_seeds]]
+
+    chosen: list[np.ndarray] = []
+    values: list[float] = []
+    for _ in range(int(n_points)):
+        P = np.vstack([pending, *chosen]) if chosen else pending
+        func = make_acquisition(
+            surrogate,
+            acquisition,
+            y_best=y_best,
+            cost_surrogate=cost_surrogate,
+            X_pending=P if P.shape[0] else None,
+            n_fantasies=n_fantasies,
+            kappa=kappa,
+            rng=rng,
+        )
+        x, v = maximize(
+            func,
+            D,
+            rng=rng,
+            snap=snap,
+            seeds=seeds,
+            exclude=np.vstack([X_obs, P]),
+            n_candidates=n_candidates,
+            n_polish=n_polish,
+        )
+        chosen.append(x[None, :])
+        values.append(v)
+    return np.vstack(chosen), np.asarray(values)
