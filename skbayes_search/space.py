@@ -28,6 +28,7 @@ Encoding, column by column:
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -49,6 +50,9 @@ _DIST_EPS = 1e-6
 _UNIT_TOL = 1e-9
 # Integers beyond this are not exactly representable in float64.
 _MAX_INT = 2**53
+# Conditional sub-spaces sharing all names: counted exactly up to this many
+# (inclusion-exclusion takes 2**k terms).
+_MAX_EXACT_UNION = 12
 
 
 def _is_number(x: Any) -> bool:
@@ -173,6 +177,10 @@ class Dimension:
     @property
     def _cardinality(self) -> float:
         return math.inf
+
+    def _enumerate(self) -> Sequence:  # pragma: no cover - finite dims only
+        # All values of a dimension with finite _cardinality.
+        raise NotImplementedError
 
     def _decode(self, block: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
@@ -394,6 +402,9 @@ class Integer(_Numeric):
     def _cardinality(self) -> float:
         return self.high - self.low + 1
 
+    def _enumerate(self) -> Sequence:
+        return range(self.low, self.high + 1)
+
     def _decode(self, block: np.ndarray) -> np.ndarray:
         k = np.clip(np.rint(self._untransform(block)), self.low, self.high)
         return k.astype(np.int64)
@@ -497,6 +508,9 @@ class Categorical(Dimension):
     @property
     def _cardinality(self) -> float:
         return len(self.categories)
+
+    def _enumerate(self) -> Sequence:
+        return self.categories
 
     def _index(self, value: Any) -> int | None:
         for i, c in enumerate(self.categories):
@@ -608,10 +622,15 @@ class _FrozenDistribution(Dimension):
 
     @property
     def _cardinality(self) -> float:
-        if not self._discrete:
+        if not self._discrete or not math.isfinite(self._support[1] - self._support[0]):
             return math.inf
+        return len(self._enumerate())
+
+    def _enumerate(self) -> Sequence:
         lo, hi = self._support
-        return hi - lo + 1
+        v = np.arange(lo, hi + 1)
+        v = v[self.dist.pmf(v) > 0]
+        return v.astype(np.int64).tolist() if self._int_values else v.tolist()
 
     def _decode(self, block: np.ndarray) -> np.ndarray:
         u = np.clip(block[:, 0], _DIST_EPS, 1 - _DIST_EPS)
@@ -742,6 +761,31 @@ class _Block:
         # Set when an earlier sub-space has the same names, so decoded
         # parameters may belong to it too (see SearchSpace._resolve).
         self.ambiguous = False
+
+
+def _common_count(dims: list[Dimension]) -> int:
+    """Number of values every one of the (finite) dimensions holds."""
+    if all(type(d) is Integer for d in dims):
+        return max(0, min(d.high for d in dims) - max(d.low for d in dims) + 1)
+    smallest = min(dims, key=lambda d: d._cardinality)
+    others = [d for d in dims if d is not smallest]
+    return sum(all(o._contains(v) for o in others) for v in smallest._enumerate())
+
+
+def _union_size(blocks: list[_Block]) -> int:
+    """Points in the union of finite sub-spaces with the same names.
+
+    Inclusion-exclusion: an intersection of sub-spaces is the product over
+    names of the values common to all their dimensions.
+    """
+    names = blocks[0].names
+    dims = [dict(zip(b.names, b.dims)) for b in blocks]
+    total = 0
+    for r in range(1, len(blocks) + 1):
+        for subset in itertools.combinations(dims, r):
+            common = math.prod(_common_count([d[n] for d in subset]) for n in names)
+            total += common if r % 2 else -common
+    return total
 
 
 def _first(pair: tuple) -> Any:
@@ -919,12 +963,22 @@ class SearchSpace:
 
     @property
     def cardinality(self) -> float:
-        """Number of distinct parameter dicts, ``math.inf`` if unbounded.
+        """Number of distinct points (parameter dicts), ``math.inf`` if unbounded.
 
-        Sub-spaces are counted separately, so points common to two of them
-        count twice.
+        Points that several sub-spaces of a conditional space hold are
+        counted once (they encode in the first of them).
         """
-        return sum(math.prod(d._cardinality for d in b.dims) for b in self._blocks)
+        total = 0
+        for group in self._by_keys.values():
+            blocks = [self._blocks[j] for j in group]
+            sizes = [math.prod(d._cardinality for d in b.dims) for b in blocks]
+            if len(blocks) == 1 or math.inf in sizes:
+                total += sum(sizes)
+            elif len(blocks) > _MAX_EXACT_UNION:
+                total += sum(sizes)  # an upper bound; rare enough
+            else:
+                total += _union_size(blocks)
+        return total
 
     def _check_unit(self, U: Any) -> np.ndarray:
         U = np.asarray(U, dtype=float)

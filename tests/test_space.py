@@ -2,6 +2,7 @@
 
 import copy
 import doctest
+import itertools
 import json
 import math
 import warnings
@@ -126,6 +127,39 @@ def test_encoding_layout():
     )
     assert space.cardinality == math.inf
     assert SearchSpace({"a": [1, 2, 3], "b": Integer(0, 4)}).cardinality == 15
+
+
+def _distinct_points(space):
+    """Distinct encoded points of a finite space, by enumeration."""
+    points = set()
+    for block in space._blocks:
+        values = [dim._enumerate() for dim in block.dims]
+        params = [dict(zip(block.names, c)) for c in itertools.product(*values)]
+        points.update(row.tobytes() for row in space.to_unit(params))
+    return len(points)
+
+
+@pytest.mark.parametrize(
+    "spaces",
+    [
+        {"a": [1, 2, 3], "b": Integer(0, 4), "c": ["fixed"]},
+        [{"C": [1, 10]}, {"C": [10, 100]}],
+        [
+            {"C": [1, 10], "g": [0.1]},
+            {"C": [10, 100], "g": [0.1, 1]},
+            {"C": Integer(5, 12), "g": [1, 0.1, 2]},
+        ],
+        [
+            {"k": ["a"], "C": [1, 2]},
+            {"k": ["a", "b"], "C": Integer(2, 4)},
+            {"x": stats.binom(4, 0.5)},
+            {"C": [1.0, 2.0], "k": ["b"]},
+        ],
+    ],
+)
+def test_cardinality_counts_distinct_points(spaces):
+    space = SearchSpace(spaces)
+    assert space.cardinality == _distinct_points(space)
 
 
 def test_default_point():
