@@ -1,0 +1,807 @@
+"""TradeoffBayesSearchCV: choose a model for accuracy and training time together.
+
+Bayesian optimisation of the accuracy/efficiency trade-off of paper 003:
+``T_alpha = L - alpha * o`` over the estimator's hyperparameters *and* the
+share of the training set, with one GP on the score ``L``, one on the training
+time ``o`` and the acquisition ``a_T = a_L - alpha * a_o`` (paper eq. 2-3).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp, ndtr
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
+
+from .._base import BaseBayesSearchCV
+from .._trial import SearchContext, Trial
+from ..acquisition import _fantasy_models, log_ei
+from ..gp import GPSurrogate
+from ..optimize import maximize
+
+__all__ = ["TradeoffBayesSearchCV", "tradeoff_curve"]
+
+# Training times are floored before taking logs: timer resolution and
+# sub-millisecond fits would otherwise give the time GP arbitrary outliers.
+_MIN_SECONDS = 1e-4
+# Joint fantasies per hyperparameter sample for the 2nd.. point of a batch.
+_N_FANTASIES = 4
+# Best trials (by the current trade-off) whose neighbourhoods the optimiser
+# searches besides its Sobol candidates.
+_N_SEEDS = 5
+
+
+# ----------------------------------------------------------------------------
+# The trade-off objective
+# ----------------------------------------------------------------------------
+def _scale_scores(scores: np.ndarray) -> np.ndarray:
+    """The effectiveness ``L`` of each trial, in [0, 1].
+
+    Scores already in [0, 1] (accuracy, balanced accuracy, ROC AUC, F1, ...:
+    the paper's setting) are used as they are, so ``alpha`` keeps one meaning
+    whatever was observed. When some finite score lies outside [0, 1] (e.g.
+    ``neg_log_loss``, ``neg_mean_squared_error``, a negative R^2), scores are
+    min-max scaled over the finite observed scores, so that ``alpha`` weighs
+    the whole observed score range against the normalised time. nan (failed
+    trials) stays nan.
+    """
+    scores = np.asarray(scores, dtype=float)
+    finite = np.isfinite(scores)
+    if not finite.any():
+        return scores.copy()
+    lo, hi = scores[finite].min(), scores[finite].max()
+    if lo >= 0.0 and hi <= 1.0:
+        return scores.copy()
+    if hi - lo <= 0.0:
+        return np.where(finite, 1.0, np.nan)
+    return (scores - lo) / (hi - lo)
+
+
+def _time_scale(times: np.ndarray, time_normalization: str | float) -> float:
+    """Seconds that map to ``o = 1``."""
+    if time_normalization == "max":
+        finite = np.isfinite(times)
+        return float(times[finite].max()) if finite.any() else 1.0
+    return float(time_normalization)
+
+
+def _normalize_times(times: np.ndarray, time_normalization: str | float) -> np.ndarray:
+    """Training time ``o`` of each trial (``nan`` for failed trials)."""
+    times = np.asarray(times, dtype=float)
+    scale = _time_scale(times, time_normalization)
+    if not scale > 0.0:
+        return np.where(np.isfinite(times), 0.0, np.nan)
+    return times / scale
+
+
+def _tradeoff_index(L: np.ndarray, o: np.ndarray, alpha: float) -> int:
+    """Row maximising ``L - alpha * o``; -1 when no trial succeeded.
+
+    Ties (frequent for accuracy on small validation sets) go to the faster
+    trial, then to the earlier one.
+    """
+    T = L - alpha * o
+    rows = np.flatnonzero(np.isfinite(T))
+    if not rows.size:
+        return -1
+    order = np.lexsort((rows, o[rows], -T[rows]))
+    return int(rows[order[0]])
+
+
+def _pareto_front(scores: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Rows not dominated in (score up, time down), by increasing time.
+
+    Row ``i`` is dominated when another row scores at least as well in no more
+    time and is strictly better in one of the two. Rows with a non-finite
+    score or time (failed trials) are left out; exact duplicates are kept.
+    """
+    scores = np.asarray(scores, dtype=float)
+    times = np.asarray(times, dtype=float)
+    rows = np.flatnonzero(np.isfinite(scores) & np.isfinite(times))
+    rows = rows[np.lexsort((rows, -scores[rows], times[rows]))]
+    front: list[int] = []
+    best = -np.inf
+    start = 0
+    while start < rows.size:
+        stop = start
+        while stop < rows.size and times[rows[stop]] == times[rows[start]]:
+            stop += 1
+        group = rows[start:stop]
+        top = scores[group].max()
+        # rows faster than this group all scored below ``top``; within the
+        # group only the top scorers survive
+        if top > best:
+            front.extend(int(r) for r in group if scores[r] == top)
+            best = top
+        start = stop
+    return np.asarray(front, dtype=np.intp)
+
+
+def _score_key(results: dict, refit: Any) -> str:
+    """The ``cv_results_`` key of the score the search optimised."""
+    if "mean_test_score" in results:
+        return "mean_test_score"
+    if isinstance(refit, str) and f"mean_test_{refit}" in results:
+        return f"mean_test_{refit}"
+    # a callable refit with several metrics: the search optimised the first
+    return next(k for k in results if k.startswith("mean_test_"))
+
+
+def _trial_times(results: dict, key: str) -> np.ndarray:
+    """Mean training seconds per trial, ``nan`` for failed trials."""
+    if "mean_train_time" in results:
+        return np.asarray(results["mean_train_time"], dtype=float)
+    # another search's results: a failed fit's time is not a training time
+    times = np.asarray(results["mean_fit_time"], dtype=float)
+    return np.where(np.isfinite(np.asarray(results[key], float)), times, np.nan)
+
+
+def tradeoff_curve(search: Any, alphas: Any) -> np.ndarray:
+    """Trial a fitted search would select for each trade-off weight ``alpha``.
+
+    Applies the selection rule of :class:`TradeoffBayesSearchCV`, argmax over
+    the evaluated trials of ``L - alpha * o``, for every ``alpha`` at once,
+    with the score scaling and time normalisation of the fitted search. This
+    traces the whole accuracy/training-time curve of one search without
+    re-running it (the trials themselves were proposed for the search's own
+    ``alpha``).
+
+    Parameters
+    ----------
+    search : fitted search estimator
+        A fitted :class:`TradeoffBayesSearchCV`; any fitted scikit-learn
+        search works too, using its ``mean_fit_time`` and ``"max"``
+        normalisation.
+    alphas : float or array-like of float
+        Non-negative trade-off weights.
+
+    Returns
+    -------
+    indices : ndarray of int of shape (n_alphas,)
+        Row of ``search.cv_results_`` selected for each ``alpha``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.svm import SVC
+    >>> from skbayes_search.strategies.tradeoff import (
+    ...     TradeoffBayesSearchCV, tradeoff_curve)
+    >>> X, y = load_iris(return_X_y=True)
+    >>> search = TradeoffBayesSearchCV(
+    ...     SVC(), {"C": (1e-2, 1e2, "log-uniform")}, alpha=0.1, n_iter=5,
+    ...     hyperparameter_sampling="map", cv=3, random_state=0,
+    ... ).fit(X, y)
+    >>> tradeoff_curve(search, [0.0, 0.1, 1.0]).shape
+    (3,)
+    """
+    check_is_fitted(search, "cv_results_")
+    try:
+        alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"alphas must be non-negative numbers, got {alphas!r}"
+        ) from exc
+    if alphas.ndim != 1 or not np.all(np.isfinite(alphas)) or np.any(alphas < 0):
+        raise ValueError(
+            f"alphas must be finite non-negative numbers, got {alphas.tolist()!r}"
+        )
+    results = search.cv_results_
+    key = _score_key(results, getattr(search, "refit", None))
+    L, o = _objective_parts(results, key, getattr(search, "time_normalization", "max"))
+    return np.asarray([_tradeoff_index(L, o, a) for a in alphas], dtype=np.intp)
+
+
+def _objective_parts(
+    results: dict, key: str, time_normalization: str | float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(L, o)`` of every row of ``results`` (nan for failed trials)."""
+    times = _trial_times(results, key)
+    scores = np.where(np.isfinite(times), np.asarray(results[key], float), np.nan)
+    return _scale_scores(scores), _normalize_times(times, time_normalization)
+
+
+# ----------------------------------------------------------------------------
+# The acquisition
+# ----------------------------------------------------------------------------
+def _expected_excess(mu: np.ndarray, sigma: np.ndarray, log_c: Any) -> np.ndarray:
+    """``E[max(exp(g) - c, 0)]`` for ``g ~ N(mu, sigma^2)``, elementwise.
+
+    The time GP models log seconds, so the time itself is log-normal and its
+    expected excess over ``c`` has this closed form (the log-normal call
+    price): ``exp(mu + sigma^2/2) Phi(d + sigma) - c Phi(d)`` with
+    ``d = (mu - log c) / sigma``.
+    """
+    sigma = np.maximum(sigma, 1e-12)
+    d = (mu - log_c) / sigma
+    growth = np.exp(np.minimum(mu + 0.5 * sigma * sigma, 700.0))
+    out = growth * ndtr(d + sigma) - np.exp(log_c) * ndtr(d)
+    # both terms vanish far below c; rounding must not make the excess negative
+    return np.maximum(out, 0.0)
+
+
+def _make_tradeoff_acquisition(
+    loss_surrogate: GPSurrogate,
+    time_surrogate: GPSurrogate | None,
+    *,
+    loss_best: float,
+    log_time_best: float,
+    time_scale: float,
+    alpha: float,
+    X_pending: np.ndarray | None = None,
+    rng: np.random.Generator | None = None,
+    log: bool = False,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """``a_T(U) = EI_L(U) - alpha * a_o(U)``, integrated over GP samples.
+
+    ``EI_L`` is the expected improvement of the loss ``-L`` below
+    ``loss_best`` (paper eq. 1); ``a_o`` is paper eq. 3: the expected amount
+    by which the normalised training time exceeds ``exp(log_time_best) /
+    time_scale``, the shortest normalised time observed, i.e.
+    ``E[max(o - o*, 0)]``. Subtracting it favours candidates expected to
+    train fast, as ``-alpha * o`` does in the objective; both terms are in
+    the units of ``T``. Both are averaged over the hyperparameter samples of
+    their surrogate and, with ``X_pending``, over joint Monte Carlo fantasies
+    of the pending outcomes (each fantasy also moves its incumbent).
+
+    With ``log=True`` (only for ``alpha == 0``) the log of ``EI_L`` is
+    returned: same maximiser, usable gradients where EI underflows.
+
+    Call (and build) it under ``threadpool_limits(1)``.
+    """
+    pending = X_pending is not None and len(X_pending) > 0
+
+    def members(surrogate: GPSurrogate, best: float) -> list:
+        best_std = (best - surrogate.y_mean_) / surrogate.y_std_
+        if not pending:
+            return [(m, np.array([best_std])) for m in surrogate.models_]
+        return _fantasy_models(surrogate, X_pending, best_std, _N_FANTASIES, rng)
+
+    loss_members = members(loss_surrogate, loss_best)
+    use_time = alpha > 0 and time_surrogate is not None
+    time_members = members(time_surrogate, log_time_best) if use_time else []
+
+    def func(U: np.ndarray) -> np.ndarray:
+        # No threadpool_limits here: entering it costs milliseconds (it scans
+        # the loaded libraries) and the optimiser calls this hundreds of
+        # times; the caller holds one limit around the whole proposal.
+        U = np.atleast_2d(np.asarray(U, dtype=float))
+        n = U.shape[0]
+        parts = []
+        for model, best in loss_members:
+            mu, var = model.predict(U)
+            sd = np.sqrt(var)[:, None]
+            parts.append(log_ei(mu.reshape(n, -1), sd, best[None, :]))
+        vals = np.concatenate(parts, axis=1)
+        log_ei_l = (
+            logsumexp(vals, axis=1)
+            - np.log(vals.shape[1])
+            + np.log(loss_surrogate.y_std_)
+        )
+        if log:
+            return log_ei_l
+        out = np.exp(log_ei_l)
+        if not use_time:
+            return out
+        m0, s0 = time_surrogate.y_mean_, time_surrogate.y_std_
+        excess = []
+        for model, best in time_members:
+            mu, var = model.predict(U)
+            mu = m0 + s0 * mu.reshape(n, -1)
+            sd = s0 * np.sqrt(var)[:, None]
+            excess.append(_expected_excess(mu, sd, m0 + s0 * best[None, :]))
+        a_o = np.concatenate(excess, axis=1).mean(axis=1) / time_scale
+        return out - alpha * a_o
+
+    return func
+
+
+# ----------------------------------------------------------------------------
+# The search
+# ----------------------------------------------------------------------------
+class TradeoffBayesSearchCV(BaseBayesSearchCV):
+    """Bayesian search for a model that is both accurate and fast to train.
+
+    Implements the accuracy/efficiency trade-off optimisation of paper 003.
+    Every trial is a configuration *and* a share of the training set
+    (``fractions``); its objective is
+
+    ``T_alpha = L - alpha * o``
+
+    with ``L`` the mean validation score and ``o`` the normalised training
+    time. ``alpha`` says how much score you give up for a model that trains
+    in the reference time instead of no time: with the default ``"max"``
+    normalisation, ``alpha=0.1`` trades 0.1 of accuracy for the whole range
+    from the slowest trial seen to an instant fit. ``alpha=0`` is plain
+    Bayesian optimisation of the score (over configurations and fractions).
+
+    The search: ``n_initial_points`` trials from a scrambled Sobol design
+    (the paper: 3), then, until ``n_iter`` trials are done (the paper: 20),
+    two independent GPs are fitted, one on ``-L`` and one on the log training
+    seconds, and the next trial maximises
+
+    ``a_T = EI_L - alpha * E[max(o - o*, 0)]``
+
+    (paper eq. 2-3): expected improvement of the score minus ``alpha`` times
+    the expected excess of the training time over the shortest observed,
+    ``o*``. The time GP works on log seconds, where timings are closer to
+    Gaussian; its excess is then computed exactly in normalised units.
+    The selected trial is the evaluated one with the highest ``T_alpha``
+    (ties: the faster), and ``best_estimator_`` is refitted on that trial's
+    share of the data: the point is a cheaper model.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        Object implementing ``fit``; cloned for every fit.
+    search_spaces : dict or list of dict
+        Parameter names mapped to :class:`~skbayes_search.space.Real`,
+        :class:`~skbayes_search.space.Integer`,
+        :class:`~skbayes_search.space.Categorical`, lists of values,
+        scipy.stats frozen distributions or ``(low, high[, prior])`` tuples;
+        a list of dicts is a conditional space (as in
+        :class:`~skbayes_search.BayesSearchCV`).
+    alpha : float, default=0.1
+        Weight of the normalised training time against the score, ``>= 0``.
+    fractions : array-like of float or None, default=(0.2, 0.4, 0.6, 0.8, 1.0)
+        Shares of each split's training rows a trial may fit on, in (0, 1]
+        (duplicates are dropped). The subsets are stratified for classifiers
+        and nested. ``None`` does not search the share: every trial uses all
+        training rows. For the GPs a fraction is one extra input coordinate,
+        linear in ``log(fraction)`` between the smallest and largest allowed
+        value (learning curves and log training times are close to linear in
+        the log of the sample size); proposals are snapped to the nearest
+        allowed fraction.
+    n_iter : int, default=20
+        Number of trials (configuration and fraction pairs evaluated).
+    n_initial_points : int, default=3
+        Trials of the initial design before the GPs propose. The
+        configurations are scrambled Sobol points; the fractions form a
+        Latin-hypercube column over the (log-scaled) fraction range.
+    time_normalization : "max" or float, default="max"
+        How the training time of a trial (mean fit seconds over the CV
+        splits) becomes ``o``: ``"max"`` divides by the longest training time
+        among the successful trials so far, recomputed after every trial, so
+        ``o`` is in (0, 1]; a positive float divides by that many seconds (a
+        fixed reference, e.g. your retraining budget; ``o > 1`` for slower
+        trials).
+    max_time : float, default=None
+        Wall-clock budget in seconds for the whole search, surrogate overhead
+        included; checked between batches. ``None`` means no time limit.
+    hyperparameter_sampling : {"mcmc", "map"}, default="mcmc"
+        ``"mcmc"`` integrates the GP hyperparameters out by slice sampling;
+        ``"map"`` uses a point estimate (cheaper, less robust early on).
+    n_points : int, default=None
+        Proposals per batch; the 2nd and later points of a batch average the
+        acquisition over fantasies of the earlier ones. ``None`` keeps every
+        parallel worker busy: ``ceil(effective n_jobs / n_splits)``.
+    scoring : str, callable, list, tuple or dict, default=None
+        As in :class:`~sklearn.model_selection.GridSearchCV`; with several
+        metrics the trade-off uses the ``refit`` metric (the first metric when
+        ``refit`` is a callable). ``L`` is the score itself when every
+        observed score lies in [0, 1] (accuracy, F1, ROC AUC, ...); otherwise
+        the scores are min-max scaled over the observed successful trials.
+    n_jobs : int, default=None
+        Number of jobs running folds in parallel. Parallel folds compete for
+        cores, which inflates the measured training times; use ``n_jobs=1``
+        when the times must be comparable to a deployment.
+    refit : bool, str or callable, default=True
+        As in :class:`~sklearn.model_selection.GridSearchCV`. A callable
+        replaces the trade-off rule for the selection of ``best_index_``.
+    cv : int, cross-validation generator or iterable, default=None
+        As in :class:`~sklearn.model_selection.GridSearchCV`. The splits are
+        drawn once and reused by every trial.
+    verbose : int, default=0
+        ``> 0`` prints one line per trial.
+    pre_dispatch : int or str, default="2*n_jobs"
+        As in :class:`~sklearn.model_selection.GridSearchCV`.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the subsets, the initial design, the MCMC chains, the
+        acquisition search and the refit subset.
+    error_score : "raise" or float, default=np.nan
+        Score recorded for a failed fit. Failed trials are never selected,
+        the score GP sees the worst observed score there and the time GP
+        leaves them out (a failure's duration is no training time).
+    return_train_score : bool, default=False
+        Whether ``cv_results_`` includes training scores.
+
+    Attributes
+    ----------
+    cv_results_ : dict of numpy (masked) ndarrays
+        scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
+        ``iter``, ``elapsed_time``, ``acquisition_value`` (``a_T`` of the
+        proposal, nan for the initial design), ``mean_train_time`` (mean fit
+        seconds over the splits; nan for failed trials),
+        ``normalized_train_time`` (``o`` with the normalisation at the end of
+        the search) and ``tradeoff_score`` (``T_alpha = L - alpha * o``).
+    best_index_ : int
+        Row of the trial with the highest ``tradeoff_score``.
+    best_params_ : dict
+        Estimator parameters of that trial (the fraction is not one of them).
+    best_train_fraction_ : float
+        Training share of that trial; ``best_estimator_`` is fitted on it.
+    best_score_ : float
+        Mean validation score of that trial, measured on its fraction.
+    best_estimator_ : estimator
+        Refitted with ``best_params_`` on a stratified (classifiers),
+        reproducible ``best_train_fraction_`` share of ``X``.
+    pareto_front_ : ndarray of int
+        Rows of the trials not dominated in (score up, training time down),
+        ordered by increasing training time. Failed trials are left out.
+    scorer_ : function or dict
+        Scorer(s) used.
+    n_splits_ : int
+        Number of CV splits.
+    refit_time_ : float
+        Seconds to refit the best estimator.
+    multimetric_ : bool
+        Whether several metrics were evaluated.
+    classes_ : ndarray
+        Class labels (classifiers, when refitted).
+    n_features_in_ : int
+        Number of features seen during ``fit`` (when refitted).
+    feature_names_in_ : ndarray of str
+        Feature names seen during ``fit`` (when refitted and ``X`` has them).
+
+    See Also
+    --------
+    BayesSearchCV : GP-EI Bayesian optimisation of the score alone.
+    tradeoff_curve : The trial selected for each of several ``alpha``.
+
+    Notes
+    -----
+    Training times are wall-clock measurements and vary from run to run, so
+    with ``alpha > 0`` two runs with the same ``random_state`` may take
+    different paths. ``tradeoff_curve(search, alphas)`` re-selects among the
+    trials of a finished search for other weights.
+
+    References
+    ----------
+    Paper 003 of the project library (``shared/papers/003_*``): a unified
+    Bayesian optimisation framework for jointly optimising models for
+    effectiveness and training efficiency (trade-off metric, enriched space
+    with the training-set size, acquisition ``a_L - alpha * a_o``).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.svm import SVC
+    >>> from skbayes_search.strategies.tradeoff import TradeoffBayesSearchCV
+    >>> X, y = load_iris(return_X_y=True)
+    >>> search = TradeoffBayesSearchCV(
+    ...     SVC(),
+    ...     {"C": (1e-2, 1e2, "log-uniform"), "gamma": (1e-3, 1e1, "log-uniform")},
+    ...     alpha=0.1, n_iter=6, cv=3, random_state=0,
+    ... ).fit(X, y)
+    >>> len(search.cv_results_["params"])
+    6
+    >>> sorted(search.best_params_)
+    ['C', 'gamma']
+    >>> search.best_train_fraction_ in (0.2, 0.4, 0.6, 0.8, 1.0)
+    True
+    >>> search.best_estimator_.n_features_in_
+    4
+    """
+
+    _parameter_constraints: dict = {
+        **BaseBayesSearchCV._parameter_constraints,
+        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "fractions": ["array-like", None],
+        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_initial_points": [Interval(numbers.Integral, 1, None, closed="left")],
+        "time_normalization": [
+            StrOptions({"max"}),
+            Interval(numbers.Real, 0, None, closed="neither"),
+        ],
+        "hyperparameter_sampling": [StrOptions({"mcmc", "map"})],
+        "n_points": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        estimator: Any,
+        search_spaces: dict | list,
+        *,
+        alpha: float = 0.1,
+        fractions: Any = (0.2, 0.4, 0.6, 0.8, 1.0),
+        n_iter: int = 20,
+        n_initial_points: int = 3,
+        time_normalization: str | float = "max",
+        max_time: float | None = None,
+        hyperparameter_sampling: str = "mcmc",
+        n_points: int | None = None,
+        scoring: Any = None,
+        n_jobs: int | None = None,
+        refit: bool | str | Any = True,
+        cv: Any = None,
+        verbose: int = 0,
+        pre_dispatch: int | str = "2*n_jobs",
+        random_state: Any = None,
+        error_score: str | float = np.nan,
+        return_train_score: bool = False,
+    ) -> None:
+        super().__init__(
+            estimator=estimator,
+            scoring=scoring,
+            n_jobs=n_jobs,
+            refit=refit,
+            cv=cv,
+            verbose=verbose,
+            pre_dispatch=pre_dispatch,
+            error_score=error_score,
+            return_train_score=return_train_score,
+        )
+        self.search_spaces = search_spaces
+        self.alpha = alpha
+        self.fractions = fractions
+        self.n_iter = n_iter
+        self.n_initial_points = n_initial_points
+        self.time_normalization = time_normalization
+        self.max_time = max_time
+        self.hyperparameter_sampling = hyperparameter_sampling
+        self.n_points = n_points
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------
+    # fit
+    # ------------------------------------------------------------------
+    def fit(self, X: Any, y: Any = None, **params: Any) -> TradeoffBayesSearchCV:
+        """Run the search, select by the trade-off and refit on its fraction.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+            Targets; ``None`` for unsupervised estimators.
+        **params : dict of str -> object
+            Parameters routed to the estimator's ``fit``, the scorer and the
+            CV splitter as in scikit-learn's search estimators.
+
+        Returns
+        -------
+        self : object
+            The fitted search.
+        """
+        super().fit(X, y, **params)
+        key = _score_key(self.cv_results_, self.refit)
+        self.pareto_front_ = _pareto_front(
+            self.cv_results_[key], self.cv_results_["mean_train_time"]
+        )
+        return self
+
+    @staticmethod
+    def _checked_fractions(fractions: Any) -> np.ndarray:
+        if fractions is None:
+            return np.array([1.0])
+        try:
+            values = np.asarray(fractions, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"fractions must be numbers in (0, 1] or None, got {fractions!r}"
+            ) from exc
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(
+                f"fractions must be a non-empty 1-d sequence of numbers in (0, 1] "
+                f"or None, got {fractions!r}"
+            )
+        if not np.all(np.isfinite(values)) or np.any(values <= 0) or np.any(values > 1):
+            raise ValueError(f"fractions must lie in (0, 1], got {values.tolist()!r}")
+        return np.unique(values)
+
+    def _check_strategy_params(self, ctx: SearchContext) -> None:
+        self._checked_fractions(self.fractions)
+        if not np.isfinite(self.alpha):
+            raise ValueError(f"alpha must be finite, got {self.alpha!r}")
+
+    # ------------------------------------------------------------------
+    # encoding of (configuration, fraction)
+    # ------------------------------------------------------------------
+    def _init_search(self, ctx: SearchContext) -> None:
+        self._grid = self._checked_fractions(self.fractions)
+        # one extra unit coordinate, linear in log(fraction), when searched
+        if self._grid.size > 1:
+            logs = np.log(self._grid)
+            self._grid_unit = (logs - logs[0]) / (logs[-1] - logs[0])
+        else:
+            self._grid_unit = np.empty(0)
+        self._loss_surrogate = GPSurrogate(
+            hyperparameter_sampling=self.hyperparameter_sampling,
+            random_state=ctx.seed,
+        )
+        self._time_surrogate = GPSurrogate(
+            hyperparameter_sampling=self.hyperparameter_sampling,
+            random_state=ctx.seed + 1,
+        )
+        self._design: np.ndarray | None = None
+
+    @property
+    def _n_extra(self) -> int:
+        return 1 if self._grid.size > 1 else 0
+
+    def _snap(self, ctx: SearchContext) -> Callable[[np.ndarray], np.ndarray]:
+        D = ctx.space.n_dims
+
+        def snap(U: np.ndarray) -> np.ndarray:
+            U = np.atleast_2d(np.asarray(U, dtype=float))
+            out = np.empty_like(U)
+            out[:, :D] = ctx.space.snap(U[:, :D])
+            if self._n_extra:
+                near = np.abs(U[:, D, None] - self._grid_unit[None, :]).argmin(axis=1)
+                out[:, D] = self._grid_unit[near]
+            return out
+
+        return snap
+
+    def _fraction_index(self, fractions: np.ndarray) -> np.ndarray:
+        fractions = np.asarray(fractions, dtype=float)
+        return np.abs(fractions[:, None] - self._grid[None, :]).argmin(axis=1)
+
+    def _encode(self, ctx: SearchContext) -> np.ndarray:
+        """Enriched unit points of the finished trials."""
+        X = ctx.X()
+        if not self._n_extra:
+            return X
+        idx = self._fraction_index(np.array([t.fraction for t in ctx.trials]))
+        return np.hstack([X, self._grid_unit[idx][:, None]])
+
+    def _decode(
+        self, ctx: SearchContext, U: np.ndarray, iteration: int, values: Any = None
+    ) -> list[Trial]:
+        D = ctx.space.n_dims
+        params = ctx.space.from_unit(U[:, :D])
+        if self._n_extra:
+            fracs = self._grid_unit_to_fraction(U[:, D])
+        else:
+            fracs = np.full(len(U), self._grid[0])
+        if values is None:
+            values = np.full(len(U), np.nan)
+        return [
+            Trial(p, float(f), iter=iteration, extras={"acquisition_value": float(v)})
+            for p, f, v in zip(params, fracs, values)
+        ]
+
+    def _grid_unit_to_fraction(self, u: np.ndarray) -> np.ndarray:
+        near = np.abs(np.asarray(u)[:, None] - self._grid_unit[None, :]).argmin(axis=1)
+        return self._grid[near]
+
+    def _initial_design(self, ctx: SearchContext) -> np.ndarray:
+        """Sobol configurations with a Latin-hypercube column of fractions.
+
+        Fixed by the seed, so the design does not depend on how many trials
+        a batch holds.
+        """
+        if self._design is None:
+            rng = np.random.default_rng(ctx.seed)
+            k = int(self.n_initial_points)
+            U = ctx.space.sample(k, rng)
+            if self._n_extra:
+                strata = (rng.permutation(k) + rng.random(k)) / k
+                U = np.hstack([U, strata[:, None]])
+            self._design = self._snap(ctx)(U)
+        return self._design
+
+    def _random_points(self, ctx: SearchContext, n: int) -> np.ndarray:
+        U = ctx.space.sample(n, ctx.rng, method="random")
+        if self._n_extra:
+            U = np.hstack([U, ctx.rng.random((n, 1))])
+        return self._snap(ctx)(U)
+
+    # ------------------------------------------------------------------
+    # ask
+    # ------------------------------------------------------------------
+    def _current_objective(
+        self, ctx: SearchContext
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(L, seconds, o)`` of the finished trials, as of now."""
+        ok = np.array([not t.failed for t in ctx.trials], dtype=bool)
+        seconds = np.array([t.fit_time for t in ctx.trials], float) / ctx.n_splits
+        seconds = np.where(ok, seconds, np.nan)
+        scores = np.where(ok, ctx.scores(), np.nan)
+        L = _scale_scores(scores)
+        return L, seconds, _normalize_times(seconds, self.time_normalization)
+
+    def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
+        # one BLAS thread for all GP work of this proposal (see common rules)
+        with threadpool_limits(1):
+            return self._propose(ctx, n_slots)
+
+    def _propose(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
+        iteration = ctx.trials[-1].iter + 1 if ctx.trials else 0
+        n_done = len(ctx.trials)
+        L, seconds, o = self._current_objective(ctx)
+        ok = np.isfinite(L) & np.isfinite(seconds)
+        if n_done < self.n_initial_points or ok.sum() < 2:
+            design = self._initial_design(ctx)
+            if n_done < len(design):
+                U = design[n_done : n_done + n_slots]
+            else:
+                # too few successes for the GPs: keep exploring at random
+                U = self._random_points(ctx, n_slots)
+            return self._decode(ctx, U, iteration)
+
+        X = self._encode(ctx)
+        loss = np.where(ok, -L, np.nan)
+        loss[~ok] = np.nanmax(loss)  # failures: the worst observed score
+        log_t = np.log(np.maximum(seconds[ok], _MIN_SECONDS))
+        self._loss_surrogate.fit(X, loss)
+        use_time = self.alpha > 0
+        if use_time:
+            self._time_surrogate.fit(X[ok], log_t)
+        time_scale = _time_scale(seconds, self.time_normalization)
+        T = np.where(ok, L - self.alpha * o, -np.inf)
+        seeds = X[np.argsort(-T, kind="stable")[: min(_N_SEEDS, int(ok.sum()))]]
+        snap = self._snap(ctx)
+
+        chosen: list[np.ndarray] = []
+        values: list[float] = []
+        for _ in range(n_slots):
+            pending = np.vstack(chosen) if chosen else None
+            kwargs = dict(
+                loss_best=float(loss.min()),
+                log_time_best=float(log_t.min()),
+                time_scale=time_scale,
+                alpha=float(self.alpha),
+                X_pending=pending,
+                rng=ctx.rng,
+            )
+            value_func = _make_tradeoff_acquisition(
+                self._loss_surrogate,
+                self._time_surrogate if use_time else None,
+                **kwargs,
+            )
+            # alpha = 0 is plain EI: maximise it in log space like BayesSearchCV
+            search_func = (
+                value_func
+                if use_time
+                else _make_tradeoff_acquisition(
+                    self._loss_surrogate, None, log=True, **kwargs
+                )
+            )
+            exclude = X if pending is None else np.vstack([X, pending])
+            try:
+                x, _ = maximize(
+                    search_func,
+                    X.shape[1],
+                    rng=ctx.rng,
+                    snap=snap,
+                    seeds=seeds,
+                    exclude=exclude,
+                )
+            except ValueError:
+                # every (configuration, fraction) pair has been evaluated
+                break
+            chosen.append(x[None, :])
+            values.append(float(value_func(x[None, :])[0]))
+        if not chosen:
+            return []
+        return self._decode(ctx, np.vstack(chosen), iteration, values)
+
+    # ------------------------------------------------------------------
+    # results and selection
+    # ------------------------------------------------------------------
+    def _more_results(self, ctx: SearchContext) -> dict[str, list]:
+        more = super()._more_results(ctx)
+        L, seconds, o = self._current_objective(ctx)
+        more["mean_train_time"] = seconds.tolist()
+        more["normalized_train_time"] = o.tolist()
+        more["tradeoff_score"] = (L - self.alpha * o).tolist()
+        return more
+
+    def _select_best(self, results: dict, refit_metric: str) -> int:
+        if callable(self.refit):
+            index = super()._select_best(results, refit_metric)
+        else:
+            L, o = _objective_parts(
+                results, f"mean_test_{refit_metric}", self.time_normalization
+            )
+            index = _tradeoff_index(L, o, self.alpha)
+        self.best_train_fraction_ = float(results["resource_fraction"][index])
+        return index
+
+    def _refit_fraction(self) -> float:
+        return self.best_train_fraction_
