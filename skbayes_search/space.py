@@ -32,6 +32,7 @@ import itertools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -288,6 +289,11 @@ class _Numeric(Dimension):
         lo, hi = low - pad, high + pad
         if self.prior == "log-uniform":
             lo, hi = math.log(lo), math.log(hi)
+        if not math.isfinite(hi - lo):
+            raise ValueError(
+                f"{label}: high - low overflows, got low={self.low!r}, "
+                f"high={self.high!r}"
+            )
         out._t_low, out._t_span = lo, hi - lo
         return out
 
@@ -669,11 +675,18 @@ class _FrozenDistribution(Dimension):
         return np.array(values, dtype=float)
 
     def _signature(self) -> dict:
+        # Name every argument (shapes, loc, scale) and fill the defaults so
+        # that norm(0, 1), norm(loc=0) and norm() describe the same space.
+        gen = self.dist.dist
+        shapes = gen.shapes.replace(" ", "").split(",") if gen.shapes else []
+        names = [*shapes, "loc"] + ([] if self._discrete else ["scale"])
+        params = {"loc": 0, "scale": 1} if not self._discrete else {"loc": 0}
+        params.update(zip(names, self.dist.args))
+        params.update(self.dist.kwds)
         return {
             "type": "distribution",
             "name": self._name,
-            "args": [_json_number(a) for a in self.dist.args],
-            "kwds": {k: _json_number(v) for k, v in sorted(self.dist.kwds.items())},
+            "params": {k: _json_number(v) for k, v in sorted(params.items())},
         }
 
 
@@ -786,10 +799,6 @@ def _union_size(blocks: list[_Block]) -> int:
             common = math.prod(_common_count([d[n] for d in subset]) for n in names)
             total += common if r % 2 else -common
     return total
-
-
-def _first(pair: tuple) -> Any:
-    return pair[0]
 
 
 def _sobol(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
@@ -1221,6 +1230,9 @@ class SearchSpace:
         signature : list of dict
         """
         return [
-            {n: d._signature() for n, d in sorted(zip(b.names, b.dims), key=_first)}
+            {
+                n: d._signature()
+                for n, d in sorted(zip(b.names, b.dims), key=itemgetter(0))
+            }
             for b in self._blocks
         ]

@@ -433,6 +433,7 @@ BAD_INPUTS = [
     ({"k": 3}, TypeError, ["search_spaces['k']", "a list of values"]),
     ({"C": Real("a", 1)}, TypeError, ["search_spaces['C']", "real number"]),
     ({"C": Real(0, math.inf)}, ValueError, ["search_spaces['C']", "finite"]),
+    ({"C": Real(-1e308, 1e308)}, ValueError, ["search_spaces['C']", "overflows"]),
     ({"n": Integer(1.5, 3)}, TypeError, ["search_spaces['n']", "integer"]),
     (
         [{"C": [1]}, {"C": Real(2, 1)}],
@@ -570,7 +571,12 @@ def test_signature():
     s = sig({"est": [LogisticRegression(C=2.0), SVC()]})
     assert s[0]["est"]["categories"][0] == ["repr", "LogisticRegression(C=2.0)"]
     assert sig({"w": norm(0, 1)}) != sig({"w": norm(0, 2)})
-    assert sig({"w": norm(0, 1)}) == sig({"w": norm(0, 1)})
+    assert sig({"w": norm(0, 1)}) == sig({"w": norm(loc=0.0, scale=1)})
+    assert sig({"w": norm(0, 1)}) == sig({"w": stats.norm})
+    assert sig({"w": stats.gamma(2.0)}) == sig({"w": stats.gamma(a=2, loc=0)})
+    assert sig({"w": stats.gamma(2.0)}) != sig({"w": stats.gamma(2.0, 1.0)})
+    assert sig({"p": poisson(3)}) == sig({"p": poisson(mu=3, loc=0)})
+    assert sig({"p": poisson(3)}) != sig({"p": poisson(3, 1)})
 
 
 def test_sobol_sampling_reproducible():
