@@ -1,3 +1,18 @@
-"""Bayesian hyperparameter search meta-estimators for scikit-learn."""
+"""Bayesian hyperparameter search meta-estimators for scikit-learn.
+
+Drop-in replacements for :class:`~sklearn.model_selection.GridSearchCV` and
+:class:`~sklearn.model_selection.RandomizedSearchCV` that find better
+hyperparameters in fewer fits.
+"""
+
+from .space import Categorical, Integer, Real
+from .strategies.bayes import BayesSearchCV
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "BayesSearchCV",
+    "Categorical",
+    "Integer",
+    "Real",
+]

@@ -1,0 +1,407 @@
+"""The search base every strategy shares: validation, the ask/tell loop,
+trial evaluation and recording, budgets, failures, best selection, refit."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+import warnings
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, effective_n_jobs
+from sklearn.base import _fit_context, clone, is_classifier
+from sklearn.exceptions import FitFailedWarning
+from sklearn.model_selection import check_cv
+from sklearn.model_selection._search import BaseSearchCV
+from sklearn.model_selection._validation import _insert_error_scores
+from sklearn.utils import _safe_indexing, check_random_state, indexable
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import _check_method_params
+
+from ._evaluate import TrialEvaluator, stratified_order, subset_size
+from ._trial import SearchContext, Trial, TrialRecord
+from .space import SearchSpace
+
+#: Columns every strategy adds to scikit-learn's ``cv_results_``.
+BASE_RESULT_COLUMNS = ("n_resources", "resource_fraction", "iter", "elapsed_time")
+
+# After this many trials (or the whole budget, if smaller) that all failed,
+# the estimator is taken to be misconfigured and the search stops, as
+# scikit-learn's searches do when every fit fails.
+_FAIL_FAST_TRIALS = 5
+
+
+class BaseBayesSearchCV(BaseSearchCV):
+    """Base class of the skbayes_search meta-estimators.
+
+    Owns ``fit``: it validates every parameter before any estimator is
+    fitted, fixes the CV splits once, runs the strategy's ask/tell loop and
+    evaluates every trial through the one evaluation path
+    (:class:`~skbayes_search._evaluate.TrialEvaluator`), records each trial
+    the moment it finishes, enforces ``n_iter``/``max_time``, turns failing
+    fits into recorded ``error_score`` values, selects the best trial and
+    refits. Subclasses only decide *what* to evaluate next (``_ask``).
+
+    Warning: This class should not be used directly. Use derived classes
+    instead.
+    """
+
+    _parameter_constraints: dict = {
+        **BaseSearchCV._parameter_constraints,
+        "search_spaces": [dict, list],
+        "max_time": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "random_state": ["random_state"],
+    }
+
+    # ------------------------------------------------------------------
+    # Strategy hooks
+    # ------------------------------------------------------------------
+    def _check_strategy_params(self, ctx: SearchContext) -> None:
+        """Validate strategy settings against the data, before any fit."""
+
+    def _init_search(self, ctx: SearchContext) -> None:
+        """Reset per-search strategy state (surrogates, chains)."""
+
+    def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
+        """Next trials to evaluate; an empty list ends the search."""
+        raise NotImplementedError
+
+    def _finalize(self, ctx: SearchContext) -> list[Trial]:
+        """Trials to run once after the budget is spent (even past max_time)."""
+        return []
+
+    def _total_budget(self) -> int:
+        """Number of trials the search may run."""
+        return int(self.n_iter)
+
+    def _refit_fraction(self) -> float:
+        """Share of the data ``best_estimator_`` is refitted on."""
+        return 1.0
+
+    def _select_best(self, results: dict, refit_metric: str) -> int:
+        """Index of the best row; scikit-learn's rule by default."""
+        return self._select_best_index(self.refit, refit_metric, results)
+
+    def _n_points(self, ctx: SearchContext) -> int:
+        """Trials per batch: enough to keep every worker busy.
+
+        Each trial already runs ``n_splits`` folds in parallel, so a batch
+        needs ``ceil(workers / n_splits)`` trials; on a 2-core machine with
+        5-fold CV that is one, and results do not depend on ``n_jobs``.
+        """
+        n_points = getattr(self, "n_points", None)
+        if n_points is not None:
+            return int(n_points)
+        return max(1, math.ceil(ctx.n_jobs_effective / ctx.n_splits))
+
+    # ------------------------------------------------------------------
+    # fit
+    # ------------------------------------------------------------------
+    @_fit_context(
+        # the wrapped estimator is validated when it is fitted
+        prefer_skip_nested_validation=False
+    )
+    def fit(self, X: Any, y: Any = None, **params: Any) -> BaseBayesSearchCV:
+        """Run the search: evaluate trials until the budget is spent, then refit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+            Targets; ``None`` for unsupervised estimators.
+        **params : dict of str -> object
+            Parameters passed to the estimator's ``fit``, the scorer and the
+            CV splitter, routed exactly as in scikit-learn's search
+            estimators. Sample-aligned fit parameters are subsampled along
+            with ``X`` and ``y``.
+
+        Returns
+        -------
+        self : object
+            The fitted search.
+        """
+        start = time.perf_counter()
+        scorers, refit_metric = self._get_scorers()
+        X, y = indexable(X, y)
+        params = _check_method_params(X, params=params)
+        routed_params = self._get_routed_params_for_fit(params)
+
+        space = SearchSpace(
+            self.search_spaces,
+            estimator_params=set(self.estimator.get_params(deep=True)),
+        )
+        cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
+        split_params = routed_params.splitter.split
+        self.n_splits_ = cv.get_n_splits(X, y, **split_params)
+        # The splits are fixed once so that every trial, whatever its
+        # fraction, is scored on the same validation rows.
+        splits = list(cv.split(X, y, **split_params))
+        if len(splits) != self.n_splits_:
+            raise ValueError(
+                "cv.split and cv.get_n_splits return inconsistent results. "
+                f"Expected {self.n_splits_} splits, got {len(splits)}"
+            )
+
+        rs = check_random_state(self.random_state)
+        seed_subsets, seed_search = (int(s) for s in rs.randint(2**31 - 1, size=2))
+        y_stratify = None
+        n_classes = None
+        if (
+            is_classifier(self.estimator)
+            and y is not None
+            and type_of_target(y) in ("binary", "multiclass")
+        ):
+            y_stratify = np.asarray(y)
+            n_classes = len(np.unique(y_stratify))
+
+        ctx = SearchContext(
+            space=space,
+            rng=np.random.default_rng(seed_search),
+            seed=seed_search,
+            n_train=min(len(train) for train, _ in splits),
+            n_classes=n_classes,
+            n_splits=self.n_splits_,
+            budget=self._total_budget(),
+            max_time=self.max_time,
+            n_jobs_effective=effective_n_jobs(self.n_jobs),
+            start_time=start,
+        )
+        self._check_strategy_params(ctx)
+
+        base_estimator = clone(self.estimator)
+        fit_and_score_kwargs = dict(
+            scorer=scorers,
+            fit_params=routed_params.estimator.fit,
+            score_params=routed_params.scorer.score,
+            return_train_score=self.return_train_score,
+            return_n_test_samples=True,
+            return_times=True,
+            return_parameters=False,
+            error_score=self.error_score,
+            verbose=self.verbose,
+        )
+        parallel = Parallel(
+            n_jobs=self.n_jobs,
+            pre_dispatch=self.pre_dispatch,
+            return_as="generator_unordered",
+        )
+        all_out: list[dict] = []
+        metric = self.refit if isinstance(self.refit, str) else None
+        with parallel:
+            evaluator = TrialEvaluator(
+                base_estimator=base_estimator,
+                X=X,
+                y=y,
+                splits=splits,
+                y_stratify=y_stratify,
+                rng=np.random.default_rng(seed_subsets),
+                parallel=parallel,
+                fit_and_score_kwargs=fit_and_score_kwargs,
+            )
+
+            def evaluate_candidates(trials: list[Trial]) -> None:
+                done = evaluator.evaluate(
+                    [t.params for t in trials],
+                    [t.fraction for t in trials],
+                    on_trial_done=lambda i, outs, finish: None,
+                )
+                for trial, (outs, finish) in zip(trials, done):
+                    record = self._make_record(
+                        ctx, trial, outs, finish, evaluator, metric
+                    )
+                    ctx.trials.append(record)
+                    all_out.extend(outs)
+                    self._report_trial(ctx, record)
+
+            self._ctx = ctx
+            try:
+                self._run_search(evaluate_candidates)
+            finally:
+                del self._ctx
+
+        self._warn_about_failures(ctx, all_out)
+        if callable(self.scoring):
+            _insert_error_scores(all_out, self.error_score)
+        results = self._format_results(
+            [t.params for t in ctx.trials],
+            self.n_splits_,
+            all_out,
+            self._more_results(ctx),
+        )
+        first_test_score = all_out[0]["test_scores"]
+        self.multimetric_ = isinstance(first_test_score, dict)
+        if callable(self.scoring) and self.multimetric_:
+            self._check_refit_for_multimetric(first_test_score)
+            refit_metric = self.refit
+
+        if self.refit or not self.multimetric_:
+            self.best_index_ = int(self._select_best(results, refit_metric))
+            if not callable(self.refit):
+                self.best_score_ = results[f"mean_test_{refit_metric}"][
+                    self.best_index_
+                ]
+            self.best_params_ = results["params"][self.best_index_]
+
+        if self.refit:
+            self._refit_best(
+                base_estimator, X, y, routed_params.estimator.fit, y_stratify, rs
+            )
+
+        if hasattr(scorers, "_scorers"):
+            self.scorer_ = scorers._scorers
+        else:
+            self.scorer_ = scorers
+        self.cv_results_ = results
+        return self
+
+    def _run_search(self, evaluate_candidates: Any) -> None:
+        """The ask/tell loop: ask the strategy, evaluate, record, repeat."""
+        ctx = self._ctx
+        self._init_search(ctx)
+        while ctx.n_remaining() > 0 and ctx.time_left() > 0:
+            n_slots = min(self._n_points(ctx), ctx.n_remaining())
+            trials = self._ask(ctx, n_slots)[: ctx.n_remaining()]
+            if not trials:
+                break
+            evaluate_candidates(trials)
+            self._raise_if_all_failed(ctx)
+        final = self._finalize(ctx)
+        if final:
+            evaluate_candidates(final)
+        self._raise_if_all_failed(ctx, at_end=True)
+
+    # ------------------------------------------------------------------
+    # recording
+    # ------------------------------------------------------------------
+    def _make_record(
+        self,
+        ctx: SearchContext,
+        trial: Trial,
+        outs: list[dict],
+        finish: float,
+        evaluator: TrialEvaluator,
+        metric: str | None,
+    ) -> TrialRecord:
+        scores = []
+        for out in outs:
+            s = out["test_scores"]
+            if isinstance(s, dict):
+                s = s[metric] if metric in s else next(iter(s.values()))
+            scores.append(float(s))
+        failed = any(out["fit_error"] is not None for out in outs)
+        fit_time = float(sum(out["fit_time"] for out in outs))
+        cost = fit_time + float(sum(out["score_time"] for out in outs))
+        return TrialRecord(
+            params=trial.params,
+            x=ctx.space.to_unit([trial.params])[0],
+            fraction=float(trial.fraction),
+            n_resources=evaluator.n_resources(trial.fraction),
+            score=float(np.mean(scores)),
+            cost=cost,
+            fit_time=fit_time,
+            failed=failed,
+            iter=int(trial.iter),
+            elapsed_time=finish - ctx.start_time,
+            extras=dict(trial.extras),
+        )
+
+    def _more_results(self, ctx: SearchContext) -> dict[str, list]:
+        more: dict[str, list] = {
+            "n_resources": [t.n_resources for t in ctx.trials],
+            "resource_fraction": [t.fraction for t in ctx.trials],
+            "iter": [t.iter for t in ctx.trials],
+            "elapsed_time": [t.elapsed_time for t in ctx.trials],
+        }
+        keys: list[str] = []
+        for t in ctx.trials:
+            keys.extend(k for k in t.extras if k not in keys)
+        for key in keys:
+            more[key] = [t.extras.get(key, np.nan) for t in ctx.trials]
+        return more
+
+    def _report_trial(self, ctx: SearchContext, record: TrialRecord) -> None:
+        if not self.verbose:
+            return
+        scores = ctx.scores()
+        best = np.nanmax(scores) if np.isfinite(scores).any() else np.nan
+        status = "failed" if record.failed else f"score={record.score:.5g}"
+        print(
+            f"[{type(self).__name__}] trial {len(ctx.trials)}/{ctx.budget} "
+            f"iter={record.iter} fraction={record.fraction:.4g} "
+            f"n_resources={record.n_resources} {status} best={best:.5g} "
+            f"elapsed={record.elapsed_time:.1f}s"
+        )
+
+    # ------------------------------------------------------------------
+    # failures
+    # ------------------------------------------------------------------
+    def _raise_if_all_failed(self, ctx: SearchContext, at_end: bool = False) -> None:
+        n = len(ctx.trials)
+        if n == 0 or not all(t.failed for t in ctx.trials):
+            return
+        if at_end or n >= min(ctx.budget, _FAIL_FAST_TRIALS):
+            raise ValueError(
+                f"All the {n} trials failed ({n * ctx.n_splits} fits). It is very "
+                "likely that your model is misconfigured. You can try to debug "
+                "the error by setting error_score='raise'."
+            )
+
+    def _warn_about_failures(self, ctx: SearchContext, all_out: list[dict]) -> None:
+        n_failed = sum(t.failed for t in ctx.trials)
+        if not n_failed:
+            return
+        errors = Counter(
+            out["fit_error"] for out in all_out if out["fit_error"] is not None
+        )
+        summary = "\n".join(
+            f"{'-' * 80}\n{count} fits failed with the following error:\n{error}"
+            for error, count in errors.items()
+        )
+        warnings.warn(
+            f"{n_failed} of {len(ctx.trials)} trials failed; their scores are set "
+            f"to error_score={self.error_score!r} and the surrogate saw them as "
+            "the worst observed score. If these failures are not expected, "
+            f"you can try to debug them by setting error_score='raise'.\n{summary}",
+            FitFailedWarning,
+            stacklevel=3,
+        )
+
+    # ------------------------------------------------------------------
+    # refit
+    # ------------------------------------------------------------------
+    def _refit_best(
+        self,
+        base_estimator: Any,
+        X: Any,
+        y: Any,
+        fit_params: dict,
+        y_stratify: np.ndarray | None,
+        rs: np.random.RandomState,
+    ) -> None:
+        self.best_estimator_ = clone(base_estimator).set_params(
+            **clone(self.best_params_, safe=False)
+        )
+        fraction = self._refit_fraction()
+        if fraction < 1.0:
+            n = len(X)
+            order = stratified_order(
+                np.arange(n), y_stratify, np.random.default_rng(rs.randint(2**31 - 1))
+            )
+            min_rows = 1 if y_stratify is None else len(np.unique(y_stratify))
+            idx = np.sort(order[: subset_size(fraction, n, min_rows)])
+            fit_params = _check_method_params(X, params=fit_params, indices=idx)
+            X = _safe_indexing(X, idx)
+            y = None if y is None else _safe_indexing(y, idx)
+        refit_start_time = time.time()
+        if y is not None:
+            self.best_estimator_.fit(X, y, **fit_params)
+        else:
+            self.best_estimator_.fit(X, **fit_params)
+        self.refit_time_ = time.time() - refit_start_time
+        if hasattr(self.best_estimator_, "feature_names_in_"):
+            self.feature_names_in_ = self.best_estimator_.feature_names_in_

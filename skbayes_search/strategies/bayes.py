@@ -1,0 +1,340 @@
+"""BayesSearchCV: GP-EI-MCMC Bayesian optimisation (Snoek, Larochelle, Adams 2012)."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import Any
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .._base import BaseBayesSearchCV
+from .._trial import SearchContext, Trial
+from ..gp import GPSurrogate
+from ..optimize import propose_batch
+
+
+class BayesSearchCV(BaseBayesSearchCV):
+    """Bayesian optimisation over hyperparameters with cross-validation.
+
+    A drop-in for :class:`~sklearn.model_selection.GridSearchCV` and
+    :class:`~sklearn.model_selection.RandomizedSearchCV`: after a scrambled
+    Sobol initial design, every further configuration is the maximiser of an
+    acquisition function under a Gaussian-process model of the validation
+    score (Matérn 5/2 kernel with one length scale per input, constant mean,
+    Gaussian noise). As in Snoek, Larochelle and Adams (2012) the GP's
+    hyperparameters are integrated out by slice sampling and the acquisition
+    is averaged over the samples; ``acquisition="ei_per_second"`` divides
+    expected improvement by the predicted fit time (a second GP on log
+    seconds); batches of ``n_points`` proposals for parallel workers come
+    from Monte Carlo fantasies of the pending outcomes.
+
+    Every trial is a real cross-validated ``fit`` of ``estimator`` on all
+    training rows of each split.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        Object implementing ``fit``; cloned for every fit.
+    search_spaces : dict or list of dict
+        Parameter names mapped to :class:`~skbayes_search.space.Real`,
+        :class:`~skbayes_search.space.Integer`,
+        :class:`~skbayes_search.space.Categorical`, lists of values (a
+        ``GridSearchCV`` ``param_grid`` works unchanged), scipy.stats frozen
+        distributions (a ``RandomizedSearchCV`` ``param_distributions`` works
+        unchanged) or ``(low, high[, prior])`` tuples. A list of dicts is a
+        conditional space: each trial uses one of the dicts.
+    n_iter : int, default=50
+        Number of trials (configurations evaluated).
+    max_time : float, default=None
+        Wall-clock budget in seconds for the whole search, surrogate overhead
+        included; checked between batches. ``None`` means no time limit.
+    n_initial_points : int, default=5
+        Trials of the Sobol initial design before the GP proposes.
+    acquisition : {"ei", "ei_per_second", "pi", "lcb"}, default="ei"
+        Acquisition function, integrated over GP hyperparameter samples.
+    hyperparameter_sampling : {"mcmc", "map"}, default="mcmc"
+        ``"mcmc"`` integrates the GP hyperparameters out by slice sampling;
+        ``"map"`` uses a point estimate (cheaper, less robust early on).
+    n_points : int, default=None
+        Proposals per batch. ``None`` keeps every parallel worker busy:
+        ``ceil(effective n_jobs / n_splits)`` trials per batch.
+    scoring : str, callable, list, tuple or dict, default=None
+        As in :class:`~sklearn.model_selection.GridSearchCV`.
+    n_jobs : int, default=None
+        Number of jobs running folds in parallel (through joblib, so a
+        ``joblib.parallel_backend("dask")`` context moves them to a cluster).
+    refit : bool, str or callable, default=True
+        As in :class:`~sklearn.model_selection.GridSearchCV`; with several
+        metrics the search optimises the ``refit`` metric (the first metric
+        when ``refit`` is a callable).
+    cv : int, cross-validation generator or iterable, default=None
+        As in :class:`~sklearn.model_selection.GridSearchCV`. The splits are
+        drawn once and reused by every trial.
+    verbose : int, default=0
+        ``> 0`` prints one line per trial; ``> 2`` also per fit.
+    pre_dispatch : int or str, default="2*n_jobs"
+        As in :class:`~sklearn.model_selection.GridSearchCV`.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial design, the MCMC chains and the acquisition search.
+        Results do not depend on ``n_jobs``.
+    error_score : "raise" or float, default=np.nan
+        Score recorded for a failed fit. A failure never stops the search:
+        the GP sees the worst observed score there and one warning counts
+        the failed trials.
+    return_train_score : bool, default=False
+        Whether ``cv_results_`` includes training scores.
+
+    Attributes
+    ----------
+    cv_results_ : dict of numpy (masked) ndarrays
+        scikit-learn's keys (as in ``RandomizedSearchCV``) plus
+        ``n_resources`` (training rows per fit), ``resource_fraction``,
+        ``iter`` (index of the batch that proposed the trial),
+        ``elapsed_time`` (seconds since ``fit`` started when the trial
+        finished) and ``acquisition_value`` (nan for the initial design).
+        Loads directly into a :class:`pandas.DataFrame`.
+    best_estimator_ : estimator
+        Refitted on all data with ``best_params_`` (when ``refit``).
+    best_score_ : float
+        Mean cross-validated score of ``best_estimator_``.
+    best_params_ : dict
+        Parameters of the best trial.
+    best_index_ : int
+        Row of ``cv_results_`` of the best trial.
+    scorer_ : function or dict
+        Scorer(s) used.
+    n_splits_ : int
+        Number of CV splits.
+    refit_time_ : float
+        Seconds to refit the best estimator.
+    multimetric_ : bool
+        Whether several metrics were evaluated.
+    classes_ : ndarray
+        Class labels (classifiers, when refitted).
+    n_features_in_ : int
+        Number of features seen during ``fit`` (when refitted).
+    feature_names_in_ : ndarray of str
+        Feature names seen during ``fit`` (when refitted and ``X`` has them).
+
+    See Also
+    --------
+    MultiStageBayesSearchCV : BO on growing subsets of the training data.
+    FabolasSearchCV : subset size as a continuous input of the model.
+
+    References
+    ----------
+    J. Snoek, H. Larochelle, R. P. Adams. Practical Bayesian Optimization of
+    Machine Learning Algorithms. NIPS 2012.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.svm import SVC
+    >>> from skbayes_search import BayesSearchCV, Real
+    >>> X, y = load_iris(return_X_y=True)
+    >>> search = BayesSearchCV(
+    ...     SVC(),
+    ...     {"C": Real(1e-2, 1e2, prior="log-uniform"),
+    ...      "gamma": Real(1e-3, 1e1, prior="log-uniform")},
+    ...     n_iter=8, n_initial_points=4, cv=3, random_state=0,
+    ... ).fit(X, y)
+    >>> len(search.cv_results_["params"])
+    8
+    >>> sorted(search.best_params_)
+    ['C', 'gamma']
+    """
+
+    _parameter_constraints: dict = {
+        **BaseBayesSearchCV._parameter_constraints,
+        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_initial_points": [Interval(numbers.Integral, 1, None, closed="left")],
+        "acquisition": [StrOptions({"ei", "ei_per_second", "pi", "lcb"})],
+        "hyperparameter_sampling": [StrOptions({"mcmc", "map"})],
+        "n_points": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        estimator: Any,
+        search_spaces: dict | list,
+        *,
+        n_iter: int = 50,
+        max_time: float | None = None,
+        n_initial_points: int = 5,
+        acquisition: str = "ei",
+        hyperparameter_sampling: str = "mcmc",
+        n_points: int | None = None,
+        scoring: Any = None,
+        n_jobs: int | None = None,
+        refit: bool | str | Any = True,
+        cv: Any = None,
+        verbose: int = 0,
+        pre_dispatch: int | str = "2*n_jobs",
+        random_state: Any = None,
+        error_score: str | float = np.nan,
+        return_train_score: bool = False,
+    ) -> None:
+        super().__init__(
+            estimator=estimator,
+            scoring=scoring,
+            n_jobs=n_jobs,
+            refit=refit,
+            cv=cv,
+            verbose=verbose,
+            pre_dispatch=pre_dispatch,
+            error_score=error_score,
+            return_train_score=return_train_score,
+        )
+        self.search_spaces = search_spaces
+        self.n_iter = n_iter
+        self.max_time = max_time
+        self.n_initial_points = n_initial_points
+        self.acquisition = acquisition
+        self.hyperparameter_sampling = hyperparameter_sampling
+        self.n_points = n_points
+        self.random_state = random_state
+
+    def _check_strategy_params(self, ctx: SearchContext) -> None:
+        if ctx.space.cardinality < self.n_iter:
+            warnings.warn(
+                f"The search space has only {ctx.space.cardinality} distinct "
+                f"configurations, fewer than n_iter={self.n_iter}; the search "
+                "stops once every one has been evaluated.",
+                UserWarning,
+                stacklevel=4,
+            )
+
+    def _init_search(self, ctx: SearchContext) -> None:
+        self._proposer = BayesProposer(
+            acquisition=self.acquisition,
+            hyperparameter_sampling=self.hyperparameter_sampling,
+            n_initial_points=self.n_initial_points,
+            seed=ctx.seed,
+        )
+
+    def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
+        iteration = ctx.trials[-1].iter + 1 if ctx.trials else 0
+        return self._proposer.ask(
+            ctx, ctx.trials, n_slots, fraction=1.0, iteration=iteration
+        )
+
+
+class BayesProposer:
+    """GP-EI proposals over one set of trials: the engine of every BO stage.
+
+    Holds the surrogate(s) so that the MCMC chain continues from one
+    proposal to the next. Strategies that run plain BO on some subset of
+    their trials (a stage, a fixed fraction) reuse it.
+
+    Parameters
+    ----------
+    acquisition : str
+        One of ``"ei"``, ``"ei_per_second"``, ``"pi"``, ``"lcb"``.
+    hyperparameter_sampling : str
+        ``"mcmc"`` or ``"map"``.
+    n_initial_points : int
+        Sobol points before the GP proposes.
+    seed : int
+        Seeds the initial design and the surrogates.
+    """
+
+    def __init__(
+        self,
+        *,
+        acquisition: str,
+        hyperparameter_sampling: str,
+        n_initial_points: int,
+        seed: int,
+    ) -> None:
+        self.acquisition = acquisition
+        self.hyperparameter_sampling = hyperparameter_sampling
+        self.n_initial_points = n_initial_points
+        self.seed = seed
+        self.surrogate = GPSurrogate(
+            hyperparameter_sampling=hyperparameter_sampling, random_state=seed
+        )
+        self.cost_surrogate = (
+            GPSurrogate(
+                hyperparameter_sampling=hyperparameter_sampling, random_state=seed + 1
+            )
+            if acquisition == "ei_per_second"
+            else None
+        )
+        self._design: np.ndarray | None = None
+
+    def initial_design(self, ctx: SearchContext) -> np.ndarray:
+        """The Sobol design, fixed by the seed so a resumed search continues it.
+
+        Duplicates (possible after snapping in small discrete spaces) are
+        dropped, so the design may be shorter than ``n_initial_points``.
+        """
+        if self._design is None:
+            rng = np.random.default_rng(self.seed)
+            self._design = _unseen(ctx.space.sample(self.n_initial_points, rng), None)
+        return self._design
+
+    def ask(
+        self,
+        ctx: SearchContext,
+        trials: list,
+        n_slots: int,
+        *,
+        fraction: float,
+        iteration: int,
+    ) -> list[Trial]:
+        """Propose ``n_slots`` trials at ``fraction`` given ``trials`` so far.
+
+        Configurations already among ``trials`` are never proposed again; an
+        empty list means a finite space is exhausted. ``iteration`` is
+        recorded as the trials' ``iter``.
+        """
+        n_done = len(trials)
+        X = ctx.X(trials)
+        n_left = ctx.space.cardinality - len(_unseen(X, None))
+        if n_left <= 0:
+            return []
+        n_slots = int(min(n_slots, n_left))
+        n_ok = int(np.isfinite(ctx.scores(trials)).sum()) if trials else 0
+        design = self.initial_design(ctx)
+        U = _unseen(design[n_done : n_done + n_slots], X)
+        if n_done >= len(design) and n_ok < 2:
+            # Too few successes for a GP: keep exploring at random.
+            U = _unseen(ctx.space.sample(16 * n_slots, ctx.rng, "random"), X)
+        if len(U) or n_ok < 2:
+            return [
+                Trial(p, fraction, iter=iteration)
+                for p in ctx.space.from_unit(U[:n_slots])
+            ]
+        y = ctx.losses(trials)
+        self.surrogate.fit(X, y)
+        cost_surrogate = None
+        if self.cost_surrogate is not None:
+            cost_surrogate = self.cost_surrogate.fit(X, np.log(ctx.costs(trials)))
+        U, values = propose_batch(
+            self.surrogate,
+            n_slots,
+            acquisition=self.acquisition,
+            X_observed=X,
+            y_observed=y,
+            snap=ctx.space.snap,
+            rng=ctx.rng,
+            cost_surrogate=cost_surrogate,
+        )
+        return [
+            Trial(p, fraction, iter=iteration, extras={"acquisition_value": float(v)})
+            for p, v in zip(ctx.space.from_unit(U), values)
+        ]
+
+
+def _unseen(U: np.ndarray, seen: np.ndarray | None) -> np.ndarray:
+    """Rows of ``U`` that are neither in ``seen`` nor repeated, in order."""
+    keep = []
+    rows = set() if seen is None else {row.tobytes() for row in np.asarray(seen)}
+    for i, row in enumerate(np.asarray(U, dtype=float)):
+        key = row.tobytes()
+        if key not in rows:
+            rows.add(key)
+            keep.append(i)
+    return np.asarray(U)[keep]
