@@ -15,10 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.special import erfcx, log_ndtr, logsumexp, ndtr
-from threadpoolctl import threadpool_limits
+from scipy.special import erfcx, log_ndtr, ndtr
 
-from .gp.model import cholesky_jitter
+from .gp.model import cholesky_jitter, single_blas_thread
 
 __all__ = [
     "ACQUISITIONS",
@@ -33,50 +32,49 @@ ACQUISITIONS = ("ei", "ei_per_second", "pi", "lcb")
 
 _INV_SQRT2 = 1.0 / np.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+_SQRT_2PI = np.sqrt(2.0 * np.pi)
+_TINY = np.finfo(float).tiny
 _HALF_LOG_PI_2 = 0.5 * np.log(np.pi / 2.0)
 # below this the Mills-ratio series is exact to double precision and the
 # erfcx form starts losing digits to cancellation in 1 - |u| erfcx(.)
 _U_ASYMPTOTIC = -1e3
 
 
-def _log1mexp(w: np.ndarray) -> np.ndarray:
-    """``log(1 - exp(w))`` for ``w < 0``, accurate at both ends."""
-    w = np.asarray(w, dtype=float)
-    out = np.empty_like(w)
-    small = w > -np.log(2.0)
-    out[small] = np.log(-np.expm1(w[small]))
-    out[~small] = np.log1p(-np.exp(w[~small]))
-    return out
-
-
 def log_h(u: Any) -> np.ndarray:
     """``log(phi(u) + u Phi(u))``, the log of EI for unit std, stable for all u.
 
     Follows the LogEI formulation of Ament et al. (NeurIPS 2023): the direct
-    formula for ``u > -1``; ``log phi(u) + log1mexp(log(erfcx(-u/sqrt2) |u|) +
-    log(pi/2)/2)`` for moderately negative ``u``; and the asymptotic expansion
-    ``log phi(u) - 2 log|u| + log(1 - 3/u^2 + 15/u^4)`` far in the tail.
+    formula for ``u > -1``; ``log phi(u) + log1mexp(w)`` with
+    ``w = log(erfcx(-u/sqrt2) |u|) + log(pi/2)/2`` for moderately negative
+    ``u`` (there ``-0.26 < w < 0``, so ``log1mexp(w) = log(-expm1(w))`` is
+    accurate); and the asymptotic expansion ``log phi(u) - 2 log|u| +
+    log(1 - 3/u^2 + 15/u^4)`` far in the tail, where ``1 - |u| erfcx(.)``
+    would lose digits to cancellation.
     """
     u = np.asarray(u, dtype=float)
-    out = np.empty_like(u)
-    upper = u > -1.0
-    tail = u < _U_ASYMPTOTIC
-    mid = ~upper & ~tail
-    uu = u[upper]
-    out[upper] = np.log(np.exp(-0.5 * uu * uu) / np.sqrt(2 * np.pi) + uu * ndtr(uu))
-    um = u[mid]
-    log_phi = -0.5 * um * um - _LOG_SQRT_2PI
-    w = np.log(erfcx(-um * _INV_SQRT2) * np.abs(um)) + _HALF_LOG_PI_2
-    out[mid] = log_phi + _log1mexp(w)
-    ut = u[tail]
+    # every branch is evaluated on clipped input (no warnings, no boolean
+    # indexing: this runs in the acquisition optimiser's inner loop)
+    uu = np.maximum(u, -1.0)
+    upper = np.log(np.exp(-0.5 * uu * uu) / _SQRT_2PI + uu * ndtr(uu))
+    um = np.clip(u, _U_ASYMPTOTIC, -1.0)
+    w = np.log(erfcx(-um * _INV_SQRT2) * -um) + _HALF_LOG_PI_2
+    mid = -0.5 * um * um - _LOG_SQRT_2PI + np.log(-np.expm1(w))
+    ut = np.minimum(u, _U_ASYMPTOTIC)
     inv2 = 1.0 / (ut * ut)
-    out[tail] = (
+    tail = (
         -0.5 * ut * ut
         - _LOG_SQRT_2PI
-        - 2.0 * np.log(np.abs(ut))
-        + np.log1p(-3.0 * inv2 + 15.0 * inv2 * inv2)
+        + np.log(inv2)
+        + np.log1p(inv2 * (15.0 * inv2 - 3.0))
     )
-    return out
+    return np.where(u > -1.0, upper, np.where(u < _U_ASYMPTOTIC, tail, mid))
+
+
+def _logmeanexp(v: np.ndarray) -> np.ndarray:
+    """``log(mean(exp(v), axis=1))`` without overflow (rows may be all -inf)."""
+    m = np.max(v, axis=1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    return np.log(np.mean(np.exp(v - m), axis=1)) + m[:, 0]
 
 
 def log_ei(mean: Any, std: Any, best: Any) -> np.ndarray:
@@ -94,21 +92,15 @@ def log_ei(mean: Any, std: Any, best: Any) -> np.ndarray:
     -------
     ndarray
     """
-    mean, std, best = np.broadcast_arrays(
-        np.asarray(mean, float), np.asarray(std, float), np.asarray(best, float)
-    )
-    std = np.maximum(std, np.finfo(float).tiny)
-    u = (best - mean) / std
+    std = np.maximum(np.asarray(std, float), _TINY)
+    u = (np.asarray(best, float) - np.asarray(mean, float)) / std
     return np.log(std) + log_h(u)
 
 
 def log_pi(mean: Any, std: Any, best: Any) -> np.ndarray:
     """Log probability of improving on ``best`` (minimisation), elementwise."""
-    mean, std, best = np.broadcast_arrays(
-        np.asarray(mean, float), np.asarray(std, float), np.asarray(best, float)
-    )
-    std = np.maximum(std, np.finfo(float).tiny)
-    return log_ndtr((best - mean) / std)
+    std = np.maximum(np.asarray(std, float), _TINY)
+    return log_ndtr((np.asarray(best, float) - np.asarray(mean, float)) / std)
 
 
 def lcb(mean: Any, std: Any, kappa: float) -> np.ndarray:
@@ -199,14 +191,14 @@ def make_acquisition(
             raise ValueError("rng is required to draw fantasies for X_pending.")
         if n_fantasies is None:
             n_fantasies = max(3, int(np.ceil(32 / n_models)))
-        with threadpool_limits(1):
+        with single_blas_thread():
             members = _fantasy_models(surrogate, pending, best_std, n_fantasies, rng)
     else:
         members = [(m, np.array([best_std])) for m in surrogate.models_]
 
     def func(U: np.ndarray) -> np.ndarray:
         U = np.atleast_2d(np.asarray(U, dtype=float))
-        with threadpool_limits(1):
+        with single_blas_thread():
             parts = []
             for model, best in members:
                 mu, var = model.predict(U)
@@ -224,7 +216,7 @@ def make_acquisition(
                 # conditioned means is the unconditioned mean
                 out = -(y_mean - y_std * vals.mean(axis=1))
             else:
-                out = logsumexp(vals, axis=1) - np.log(vals.shape[1])
+                out = _logmeanexp(vals)
                 if acquisition != "pi":
                     out += np.log(y_std)
             if acquisition == "ei_per_second":

@@ -17,6 +17,7 @@ from scipy.optimize import minimize
 from scipy.stats import qmc
 
 from .acquisition import make_acquisition
+from .gp.model import single_blas_thread
 
 __all__ = ["maximize", "propose_batch"]
 
@@ -86,57 +87,17 @@ def _polish(func: Callable, x0: np.ndarray, maxiter: int) -> np.ndarray:
     return _clip_unit(np.asarray(res.x, float))
 
 
-def maximize(
+def _maximize(
     func: Callable[[np.ndarray], np.ndarray],
     n_dims: int,
-    *,
     rng: np.random.Generator,
-    snap: Callable[[np.ndarray], np.ndarray] | None = None,
-    seeds: Any = None,
-    exclude: Any = None,
-    n_candidates: int = 2048,
-    n_polish: int = 5,
-    maxiter: int = 50,
+    snap: Callable[[np.ndarray], np.ndarray] | None,
+    seeds: Any,
+    exclude: Any,
+    n_candidates: int,
+    n_polish: int,
+    maxiter: int,
 ) -> tuple[np.ndarray, float]:
-    """Maximise a vectorised function over the unit cube.
-
-    Parameters
-    ----------
-    func : callable
-        ``func(U: ndarray (n, n_dims)) -> ndarray (n,)``, values to maximise
-        (``-inf`` allowed, nan is treated as ``-inf``). Must be deterministic.
-    n_dims : int
-        Dimension ``D`` of the unit cube.
-    rng : numpy.random.Generator
-        Source of all randomness (same state, same result).
-    snap : callable, optional
-        Maps points to valid points (e.g. ``SearchSpace.snap``); applied to
-        every candidate and to the polished points before they are scored.
-    seeds : array-like of shape (k, n_dims), optional
-        Points (e.g. the best observed) around which Gaussian perturbations at
-        several scales are added to the candidates.
-    exclude : array-like of shape (e, n_dims), optional
-        Points never to return (max-abs distance <= 1e-9 after snapping); the
-        next best candidate is returned instead.
-    n_candidates : int, default=2048
-        Scrambled Sobol candidates.
-    n_polish : int, default=5
-        Best distinct candidates polished with L-BFGS-B.
-    maxiter : int, default=50
-        L-BFGS-B iterations per polish.
-
-    Returns
-    -------
-    x : ndarray of shape (n_dims,)
-    value : float
-        ``func(x)``.
-
-    Raises
-    ------
-    ValueError
-        If every candidate (and a fresh random batch) is excluded, i.e. the
-        snapped space looks exhausted.
-    """
     n_dims = int(n_dims)
     if n_dims < 1:
         raise ValueError(f"n_dims must be >= 1, got {n_dims}.")
@@ -192,6 +153,71 @@ def maximize(
     raise ValueError(
         "maximize: every candidate point is excluded; the search space seems exhausted."
     )
+
+
+def maximize(
+    func: Callable[[np.ndarray], np.ndarray],
+    n_dims: int,
+    *,
+    rng: np.random.Generator,
+    snap: Callable[[np.ndarray], np.ndarray] | None = None,
+    seeds: Any = None,
+    exclude: Any = None,
+    n_candidates: int = 2048,
+    n_polish: int = 5,
+    maxiter: int = 50,
+) -> tuple[np.ndarray, float]:
+    """Maximise a vectorised function over the unit cube.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(U: ndarray (n, n_dims)) -> ndarray (n,)``, values to maximise
+        (``-inf`` allowed, nan is treated as ``-inf``). Must be deterministic.
+    n_dims : int
+        Dimension ``D`` of the unit cube.
+    rng : numpy.random.Generator
+        Source of all randomness (same state, same result).
+    snap : callable, optional
+        Maps points to valid points (e.g. ``SearchSpace.snap``); applied to
+        every candidate and to the polished points before they are scored.
+    seeds : array-like of shape (k, n_dims), optional
+        Points (e.g. the best observed) around which Gaussian perturbations at
+        several scales are added to the candidates.
+    exclude : array-like of shape (e, n_dims), optional
+        Points never to return (max-abs distance <= 1e-9 after snapping); the
+        next best candidate is returned instead.
+    n_candidates : int, default=2048
+        Scrambled Sobol candidates.
+    n_polish : int, default=5
+        Best distinct candidates polished with L-BFGS-B.
+    maxiter : int, default=50
+        L-BFGS-B iterations per polish.
+
+    Returns
+    -------
+    x : ndarray of shape (n_dims,)
+    value : float
+        ``func(x)``.
+
+    Raises
+    ------
+    ValueError
+        If every candidate (and a fresh random batch) is excluded, i.e. the
+        snapped space looks exhausted.
+    """
+    with single_blas_thread():
+        return _maximize(
+            func,
+            int(n_dims),
+            rng,
+            snap,
+            seeds,
+            exclude,
+            n_candidates,
+            n_polish,
+            maxiter,
+        )
 
 
 def propose_batch(
@@ -253,6 +279,41 @@ def propose_batch(
     values : ndarray of shape (n_points,)
         Acquisition value of each point when it was chosen.
     """
+    with single_blas_thread():
+        return _propose_batch(
+            surrogate,
+            int(n_points),
+            acquisition,
+            X_observed,
+            y_observed,
+            snap,
+            rng,
+            cost_surrogate,
+            X_pending,
+            n_fantasies,
+            kappa,
+            n_candidates,
+            n_polish,
+            n_seeds,
+        )
+
+
+def _propose_batch(
+    surrogate: Any,
+    n_points: int,
+    acquisition: str,
+    X_observed: Any,
+    y_observed: Any,
+    snap: Callable[[np.ndarray], np.ndarray] | None,
+    rng: np.random.Generator,
+    cost_surrogate: Any,
+    X_pending: Any,
+    n_fantasies: int | None,
+    kappa: float,
+    n_candidates: int,
+    n_polish: int,
+    n_seeds: int,
+) -> tuple[np.ndarray, np.ndarray]:
     X_obs = np.atleast_2d(np.asarray(X_observed, float))
     y_obs = np.asarray(y_observed, float).ravel()
     if X_obs.shape[0] != y_obs.size or y_obs.size == 0:

@@ -10,7 +10,7 @@ from .inference import (
     slice_sample,
 )
 from .kernels import BasisKernel, Kernel, Matern52, ProductKernel, SumKernel
-from .model import GaussianProcess, cholesky_jitter
+from .model import GaussianProcess, cholesky_jitter, single_blas_thread
 from .surrogate import GPSurrogate, as_generator
 
 __all__ = [
@@ -29,5 +29,6 @@ __all__ = [
     "initial_hyper",
     "log_hyperprior",
     "sample_hyperprior",
+    "single_blas_thread",
     "slice_sample",
 ]

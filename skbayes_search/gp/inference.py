@@ -78,7 +78,7 @@ def _horseshoe_log_noise(log_nu: float) -> tuple[float, float]:
 def log_hyperprior(theta: np.ndarray, kernel: Kernel) -> float:
     """Log prior density of the full hyperparameter vector (``-inf`` outside)."""
     theta = np.asarray(theta, dtype=float)
-    for v, (lo, hi) in zip(theta[:3], _BASE_BOUNDS):
+    for v, (lo, hi) in zip(theta[:3].tolist(), _BASE_BOUNDS):
         if not lo <= v <= hi:
             return -np.inf
     lp = -0.5 * (theta[0] / MEAN_PRIOR_SD) ** 2
@@ -120,7 +120,8 @@ class LogPosterior:
         self.y = np.asarray(y, dtype=float).ravel()
         self.n = self.y.size
         self._pre = kernel.precompute(self.X)
-        self._ones = np.ones(self.n)
+        self._rhs = np.column_stack([self.y, np.ones(self.n)])
+        self._lo, self._hi = np.asarray(hyper_bounds(kernel), dtype=float).T
         self._kkey: bytes | None = None
         self._C: np.ndarray | None = None
         self._fkey: bytes | None = None
@@ -135,10 +136,9 @@ class LogPosterior:
         fkey = theta[1:].tobytes()
         if fkey != self._fkey:
             K = np.exp(theta[1]) * self._C
-            K[np.diag_indices(self.n)] += np.exp(theta[2])
+            K.flat[:: self.n + 1] += np.exp(theta[2])
             L, _ = cholesky_jitter(K)
-            rhs = np.column_stack([self.y, self._ones])
-            self._Ly1 = solve_triangular(L, rhs, lower=True, check_finite=False)
+            self._Ly1 = solve_triangular(L, self._rhs, lower=True, check_finite=False)
             self._L = L
             self._logdet = 2.0 * np.sum(np.log(np.diag(L)))
             self._fkey = fkey
@@ -158,6 +158,8 @@ class LogPosterior:
     def __call__(self, theta: np.ndarray) -> float:
         """Log prior + log likelihood (``-inf`` outside the prior support)."""
         theta = np.asarray(theta, dtype=float)
+        if not ((theta >= self._lo).all() and (theta <= self._hi).all()):
+            return -np.inf
         lp = log_hyperprior(theta, self.kernel)
         if not np.isfinite(lp):
             return -np.inf

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.spatial.distance import cdist
+from scipy.spatial.distance import cdist, pdist, squareform
 
 __all__ = ["BasisKernel", "Kernel", "Matern52", "ProductKernel", "SumKernel"]
 
@@ -95,7 +95,7 @@ class Kernel:
         if theta.size == 0:
             return True
         lo, hi = np.asarray(self.bounds, dtype=float).reshape(-1, 2).T
-        return bool(np.all(theta >= lo) and np.all(theta <= hi))
+        return bool((theta >= lo).all() and (theta <= hi).all())
 
     def set_n_dims(self, n_dims: int) -> Kernel:
         """Tell the kernel the input width (kernels that need it override this)."""
@@ -230,23 +230,48 @@ class Matern52(Kernel):
             return X
         return X[:, self.dims]
 
+    def log_prior(self, theta: np.ndarray) -> float:
+        # top-hat: constant inside the box (this runs once per MCMC step)
+        lo, hi = self.log_length_bounds
+        theta = np.asarray(theta, dtype=float)
+        return 0.0 if theta.min() >= lo and theta.max() <= hi else -np.inf
+
+    def log_prior_grad(self, theta: np.ndarray) -> np.ndarray:
+        return np.zeros(np.size(theta))
+
     def precompute(self, X1: Any, X2: Any = None) -> Any:
         A = self._cols(_as_2d(X1))
         B = None if X2 is None else self._cols(_as_2d(X2))
         return (A, B)
 
-    def _sqdist(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+    @staticmethod
+    def _from_sqdist(r: np.ndarray) -> np.ndarray:
+        # (1 + r + r^2 / 3) exp(-r) with r = sqrt(5 r2), in place
+        np.sqrt(r, out=r)
+        r *= _SQRT5
+        k = r * r
+        k *= 1.0 / 3.0
+        k += r
+        k += 1.0
+        np.negative(r, out=r)
+        np.exp(r, out=r)
+        k *= r
+        return k
+
+    def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
         A, B = pre
         inv_l = np.exp(-np.asarray(theta, dtype=float))
         As = A * inv_l
-        # cdist works on differences, so r^2 of nearby points has no cancellation
+        # (c|p)dist work on differences, so r^2 of nearby points has no
+        # cancellation; the symmetric case does half the work and is exactly
+        # symmetric with a unit diagonal
         if B is None:
-            return cdist(As, As, "sqeuclidean")
-        return cdist(As, B * inv_l, "sqeuclidean")
-
-    def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
-        r = np.sqrt(self._sqdist(theta, pre)) * _SQRT5
-        return (1.0 + r + r * r / 3.0) * np.exp(-r)
+            if As.shape[0] < 2:
+                return np.ones((As.shape[0], As.shape[0]))
+            K = squareform(self._from_sqdist(pdist(As, "sqeuclidean")))
+            np.fill_diagonal(K, 1.0)
+            return K
+        return self._from_sqdist(cdist(As, B * inv_l, "sqeuclidean"))
 
     def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
         return np.ones(_as_2d(X).shape[0])

@@ -8,14 +8,44 @@ acquisitions over pending points cheap.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 from scipy.linalg import solve_triangular
+from threadpoolctl import ThreadpoolController
 
 from .kernels import Kernel
 
-__all__ = ["GaussianProcess", "cholesky_jitter"]
+__all__ = ["GaussianProcess", "cholesky_jitter", "single_blas_thread"]
+
+_LOCAL = threading.local()
+_CONTROLLER: list[ThreadpoolController] = []
+
+
+@contextmanager
+def single_blas_thread() -> Iterator[None]:
+    """Limit BLAS to one thread; re-entrant and cheap when nested.
+
+    Small GP matrices are far slower with several BLAS threads. Building a
+    ``threadpoolctl`` limiter costs ~0.1-1 ms, which would dominate the inner
+    loops of the acquisition optimiser, so the controller is created once and
+    nested uses are no-ops.
+    """
+    if getattr(_LOCAL, "depth", 0):
+        yield
+        return
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    _LOCAL.depth = 1
+    try:
+        with _CONTROLLER[0].limit(limits=1):
+            yield
+    finally:
+        _LOCAL.depth = 0
+
 
 _LOG_2PI = np.log(2.0 * np.pi)
 # smallest posterior variance reported (standardised units); keeps std > 0 so
@@ -53,22 +83,29 @@ def cholesky_jitter(
     n = K.shape[0]
     if n == 0:
         return np.zeros((0, 0)), 0.0
+    jitter = float(jitter0)
+    if jitter == 0.0:
+        # fast path: most matrices factorise as they are
+        try:
+            L = np.linalg.cholesky(K)
+            if np.isfinite(L[-1, -1]):
+                return L, 0.0
+        except np.linalg.LinAlgError:
+            pass
     if not np.all(np.isfinite(K)):
         raise np.linalg.LinAlgError("Covariance matrix has non-finite entries.")
-    jitter = float(jitter0)
     scale = max(float(np.mean(np.abs(np.diag(K)))), 1e-300)
     step = 1e-10 * scale
     for _ in range(max_tries + 1):
-        try:
-            if jitter > 0:
-                Kj = K.copy()
-                Kj[np.diag_indices(n)] += jitter
-            else:
-                Kj = K
-            return np.linalg.cholesky(Kj), jitter
-        except np.linalg.LinAlgError:
-            jitter = max(step, 10.0 * jitter)
-            step *= 10.0
+        if jitter > 0:
+            Kj = K.copy()
+            Kj[np.diag_indices(n)] += jitter
+            try:
+                return np.linalg.cholesky(Kj), jitter
+            except np.linalg.LinAlgError:
+                pass
+        jitter = max(step, 10.0 * jitter)
+        step *= 10.0
     raise np.linalg.LinAlgError(
         f"Matrix not positive definite even with jitter {jitter:.3g}."
     )

@@ -7,7 +7,6 @@ import numbers
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .inference import (
     LogPosterior,
@@ -17,7 +16,7 @@ from .inference import (
     slice_sample,
 )
 from .kernels import Kernel, Matern52
-from .model import GaussianProcess
+from .model import GaussianProcess, single_blas_thread
 
 __all__ = ["GPSurrogate", "as_generator"]
 
@@ -44,7 +43,8 @@ class GPSurrogate:
     Refits continue where the previous fit stopped: the MCMC chain resumes
     from its last state (``n_burn`` sweeps only on the first fit, then
     ``n_burn_refit`` sweeps), and MAP starts from the previous optimum (plus
-    ``n_restarts_refit`` random restarts).
+    ``n_restarts_refit`` random restarts; every ``restart_every``-th fit uses
+    ``n_restarts`` starts again so a stale local optimum gets left).
 
     Parameters
     ----------
@@ -65,8 +65,11 @@ class GPSurrogate:
         Sweeps discarded at the start of every refit (the data changed).
     n_restarts : int, default=3
         MAP starts on the first fit.
-    n_restarts_refit : int, default=1
+    n_restarts_refit : int, default=0
         Extra random MAP starts on refits (besides the previous optimum).
+    restart_every : int, default=10
+        Every ``restart_every``-th MAP fit also runs ``n_restarts - 1`` random
+        starts.
     method : {"coordinate", "random"}, default="coordinate"
         Slice-sampling direction scheme.
 
@@ -94,7 +97,8 @@ class GPSurrogate:
         thin: int = 1,
         n_burn_refit: int = 1,
         n_restarts: int = 3,
-        n_restarts_refit: int = 1,
+        n_restarts_refit: int = 0,
+        restart_every: int = 10,
         method: str = "coordinate",
     ):
         self.kernel = kernel
@@ -106,6 +110,7 @@ class GPSurrogate:
         self.n_burn_refit = n_burn_refit
         self.n_restarts = n_restarts
         self.n_restarts_refit = n_restarts_refit
+        self.restart_every = restart_every
         self.method = method
 
     def _check_params(self) -> None:
@@ -114,7 +119,7 @@ class GPSurrogate:
                 "hyperparameter_sampling must be 'mcmc' or 'map', got "
                 f"{self.hyperparameter_sampling!r}."
             )
-        for name in ("n_samples", "thin", "n_restarts"):
+        for name in ("n_samples", "thin", "n_restarts", "restart_every"):
             v = getattr(self, name)
             if not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}.")
@@ -162,7 +167,7 @@ class GPSurrogate:
         ys = (y - self.y_mean_) / self.y_std_
         self.X_, self.y_ = X, y
 
-        with threadpool_limits(1):
+        with single_blas_thread():
             lp = LogPosterior(self.kernel_, X, ys)
             if self.hyperparameter_sampling == "map":
                 self.thetas_ = self._fit_map(lp, X, ys, first)
@@ -187,12 +192,15 @@ class GPSurrogate:
                 log_posterior=lp,
             )
         else:
+            n_starts = 1 + self.n_restarts_refit
+            if (self.n_fits_ + 1) % self.restart_every == 0:
+                n_starts = max(n_starts, self.n_restarts)
             theta, _ = fit_map(
                 self.kernel_,
                 X,
                 ys,
                 rng=self._rng,
-                n_restarts=1 + self.n_restarts_refit,
+                n_restarts=n_starts,
                 theta0=self.state_,
                 log_posterior=lp,
             )
@@ -239,7 +247,7 @@ class GPSurrogate:
         Xs = np.atleast_2d(np.asarray(Xs, dtype=float))
         means = np.empty((len(self.models_), Xs.shape[0]))
         stds = np.empty_like(means)
-        with threadpool_limits(1):
+        with single_blas_thread():
             for i, m in enumerate(self.models_):
                 mu, var = m.predict(Xs)
                 means[i] = self.y_mean_ + self.y_std_ * mu
