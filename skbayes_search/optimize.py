@@ -22,6 +22,9 @@ from .gp.model import single_blas_thread
 __all__ = ["maximize", "propose_batch"]
 
 _EXCLUDE_TOL = 1e-9
+# polish starts closer than this (max-norm) would usually converge to the same
+# optimum; skipping them spends the polish budget on other basins
+_MIN_START_SEPARATION = 0.05
 _FD_STEP = 1e-6
 # perturbation scales around seeds: local refinement up to a wide jump
 _PERTURB_SCALES = (0.005, 0.02, 0.05, 0.1, 0.2)
@@ -130,7 +133,7 @@ def _maximize(
     for i in order:
         if len(starts) >= n_polish or not np.isfinite(vals[i]):
             break
-        if all(np.max(np.abs(C[i] - s)) > _EXCLUDE_TOL for s in starts):
+        if all(np.max(np.abs(C[i] - s)) > _MIN_START_SEPARATION for s in starts):
             starts.append(C[i])
     if starts:
         polished = snap_(np.vstack([_polish(func, s, maxiter) for s in starts]))

@@ -17,6 +17,7 @@ Priors (design section 3.1, in the spirit of Spearmint):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -68,22 +69,24 @@ def sample_hyperprior(kernel: Kernel, rng: np.random.Generator) -> np.ndarray:
 
 def _horseshoe_log_noise(log_nu: float) -> tuple[float, float]:
     # log p(log nu) = log log1p(3 s^2 / nu^2) + log nu, and its derivative
-    a = 3.0 * NOISE_HORSESHOE_SCALE**2 * np.exp(-2.0 * log_nu)
-    lg = np.log1p(a)
-    value = np.log(lg) + log_nu
+    # scalar maths: this runs once per MCMC step
+    a = 3.0 * NOISE_HORSESHOE_SCALE**2 * math.exp(-2.0 * log_nu)
+    lg = math.log1p(a)
+    value = math.log(lg) + log_nu
     grad = 1.0 - 2.0 * a / ((1.0 + a) * lg)
-    return float(value), float(grad)
+    return value, grad
 
 
 def log_hyperprior(theta: np.ndarray, kernel: Kernel) -> float:
     """Log prior density of the full hyperparameter vector (``-inf`` outside)."""
     theta = np.asarray(theta, dtype=float)
-    for v, (lo, hi) in zip(theta[:3].tolist(), _BASE_BOUNDS):
+    mean, log_amp, log_nu = theta[:3].tolist()
+    for v, (lo, hi) in zip((mean, log_amp, log_nu), _BASE_BOUNDS):
         if not lo <= v <= hi:
             return -np.inf
-    lp = -0.5 * (theta[0] / MEAN_PRIOR_SD) ** 2
-    lp += -0.5 * (theta[1] / LOG_AMP_PRIOR_SD) ** 2
-    lp += _horseshoe_log_noise(theta[2])[0]
+    lp = -0.5 * (mean / MEAN_PRIOR_SD) ** 2
+    lp += -0.5 * (log_amp / LOG_AMP_PRIOR_SD) ** 2
+    lp += _horseshoe_log_noise(log_nu)[0]
     return float(lp + kernel.log_prior(theta[3:]))
 
 
@@ -135,8 +138,8 @@ class LogPosterior:
             self._fkey = None
         fkey = theta[1:].tobytes()
         if fkey != self._fkey:
-            K = np.exp(theta[1]) * self._C
-            K.flat[:: self.n + 1] += np.exp(theta[2])
+            K = math.exp(theta[1]) * self._C
+            K.flat[:: self.n + 1] += math.exp(theta[2])
             L, _ = cholesky_jitter(K)
             self._Ly1 = solve_triangular(L, self._rhs, lower=True, check_finite=False)
             self._L = L
