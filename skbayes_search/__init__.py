@@ -6,6 +6,7 @@ hyperparameters in fewer fits.
 """
 
 from .space import Categorical, Integer, Real
+from .storage import TrialStore
 from .strategies.bayes import BayesSearchCV
 
 __version__ = "0.1.0"
@@ -15,4 +16,5 @@ __all__ = [
     "Categorical",
     "Integer",
     "Real",
+    "TrialStore",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import time
 import warnings
 from collections import Counter
@@ -20,11 +21,17 @@ from sklearn.model_selection._validation import _insert_error_scores
 from sklearn.utils import _safe_indexing, check_random_state, indexable
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import _check_method_params
+from sklearn.utils.validation import (
+    _check_method_params,
+    _num_features,
+    _num_samples,
+)
 
 from ._evaluate import TrialEvaluator, stratified_order, subset_size
+from ._journal import SearchJournal, as_store
 from ._trial import SearchContext, Trial, TrialRecord
 from .space import SearchSpace
+from .storage import TrialStore
 
 #: Columns every strategy adds to scikit-learn's ``cv_results_``.
 BASE_RESULT_COLUMNS = ("n_resources", "resource_fraction", "iter", "elapsed_time")
@@ -55,6 +62,8 @@ class BaseBayesSearchCV(BaseSearchCV):
         "search_spaces": [dict, list],
         "max_time": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "random_state": ["random_state"],
+        "store": [TrialStore, str, os.PathLike, None],
+        "run_name": [str, None],
     }
 
     # ------------------------------------------------------------------
@@ -172,6 +181,24 @@ class BaseBayesSearchCV(BaseSearchCV):
             start_time=start,
         )
         self._check_strategy_params(ctx)
+        journal = None
+        store = as_store(getattr(self, "store", None))
+        if store is not None:
+            # Opening the run validates the store and refuses to resume a
+            # run of another space or estimator, before any fit.
+            journal = SearchJournal(
+                store,
+                getattr(self, "run_name", None),
+                self,
+                space,
+                meta={
+                    "n_samples": int(_num_samples(X)),
+                    "n_features": _num_features_or_none(X),
+                    "n_classes": n_classes,
+                    "n_splits": self.n_splits_,
+                },
+            )
+            self.run_name_ = journal.run_name
 
         base_estimator = clone(self.estimator)
         fit_and_score_kwargs = dict(
@@ -205,25 +232,48 @@ class BaseBayesSearchCV(BaseSearchCV):
             )
 
             def evaluate_candidates(trials: list[Trial]) -> None:
-                done = evaluator.evaluate(
+                records: list = [None] * len(trials)
+
+                def on_trial_done(i: int, outs: list[dict], finish: float) -> None:
+                    record = self._make_record(
+                        ctx, trials[i], outs, finish, evaluator, metric
+                    )
+                    # Committed the moment it finishes: a killed search
+                    # loses at most the trials still running.
+                    if journal is not None:
+                        journal.write(record, outs)
+                    records[i] = (record, outs)
+
+                evaluator.evaluate(
                     [t.params for t in trials],
                     [t.fraction for t in trials],
-                    on_trial_done=lambda i, outs, finish: None,
+                    on_trial_done=on_trial_done,
                 )
-                for trial, (outs, finish) in zip(trials, done):
-                    record = self._make_record(
-                        ctx, trial, outs, finish, evaluator, metric
-                    )
+                # Batch order, not finish order, so that n_jobs does not
+                # change cv_results_.
+                for record, outs in records:
                     ctx.trials.append(record)
                     all_out.extend(outs)
                     self._report_trial(ctx, record)
 
+            if journal is not None:
+                multimetric = isinstance(self.scoring, (list, tuple, dict)) or None
+                for record, outs in journal.read(ctx, multimetric):
+                    ctx.trials.append(record)
+                    all_out.extend(outs)
+                if ctx.trials:
+                    # The clock (and max_time) continues where the run stopped.
+                    ctx.start_time = time.perf_counter() - max(
+                        t.elapsed_time for t in ctx.trials
+                    )
             self._ctx = ctx
             try:
                 self._run_search(evaluate_candidates)
             finally:
                 del self._ctx
 
+        if journal is not None:
+            journal.finish()
         self._warn_about_failures(ctx, all_out)
         if callable(self.scoring):
             _insert_error_scores(all_out, self.error_score)
@@ -405,3 +455,10 @@ class BaseBayesSearchCV(BaseSearchCV):
         self.refit_time_ = time.time() - refit_start_time
         if hasattr(self.best_estimator_, "feature_names_in_"):
             self.feature_names_in_ = self.best_estimator_.feature_names_in_
+
+
+def _num_features_or_none(X: Any) -> int | None:
+    try:
+        return int(_num_features(X))
+    except TypeError:
+        return None

@@ -85,6 +85,14 @@ class BayesSearchCV(BaseBayesSearchCV):
         the failed trials.
     return_train_score : bool, default=False
         Whether ``cv_results_`` includes training scores.
+    store : TrialStore, str or path-like, default=None
+        A :class:`~skbayes_search.TrialStore` (or the path of one) where every
+        trial is committed the moment it finishes.
+    run_name : str, default=None
+        Name of the run in ``store``. If the run already has trials, ``fit``
+        reads them back and continues until the budget is spent, evaluating
+        no finished trial again (resume after a crash or a kill). ``None``
+        starts a fresh run with a generated name (``run_name_``).
 
     Attributes
     ----------
@@ -117,6 +125,8 @@ class BayesSearchCV(BaseBayesSearchCV):
         Number of features seen during ``fit`` (when refitted).
     feature_names_in_ : ndarray of str
         Feature names seen during ``fit`` (when refitted and ``X`` has them).
+    run_name_ : str
+        Name of the run in ``store`` (only with a store).
 
     See Also
     --------
@@ -175,6 +185,8 @@ class BayesSearchCV(BaseBayesSearchCV):
         random_state: Any = None,
         error_score: str | float = np.nan,
         return_train_score: bool = False,
+        store: Any = None,
+        run_name: str | None = None,
     ) -> None:
         super().__init__(
             estimator=estimator,
@@ -195,6 +207,8 @@ class BayesSearchCV(BaseBayesSearchCV):
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_points = n_points
         self.random_state = random_state
+        self.store = store
+        self.run_name = run_name
 
     def _check_strategy_params(self, ctx: SearchContext) -> None:
         if ctx.space.cardinality < self.n_iter:

@@ -1,0 +1,190 @@
+"""Every finished trial is in the store; a killed search resumes where it stopped."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.datasets import load_iris
+from sklearn.linear_model import LogisticRegression
+
+import skbayes_search
+from skbayes_search import BayesSearchCV, Real
+from skbayes_search.storage import TrialStore
+
+
+class Counted(RegressorMixin, BaseEstimator):
+    """Counts its fits in a class attribute (n_jobs=1 keeps it in-process)."""
+
+    n_fits = 0
+
+    def __init__(self, a=0.5):
+        self.a = a
+
+    def fit(self, X, y=None):
+        type(self).n_fits += 1
+        return self
+
+    def score(self, X, y=None):
+        return -((self.a - 0.3) ** 2)
+
+
+X_TOY = np.zeros((20, 2))
+Y_TOY = np.zeros(20)
+
+
+def _search(store, n_iter, **kwargs):
+    return BayesSearchCV(
+        Counted(),
+        {"a": Real(0.0, 1.0)},
+        n_iter=n_iter,
+        n_initial_points=3,
+        cv=2,
+        random_state=0,
+        hyperparameter_sampling="map",
+        store=store,
+        run_name="run",
+        **kwargs,
+    )
+
+
+def test_resume_reads_back_and_evaluates_no_trial_twice(tmp_path):
+    path = tmp_path / "trials.sqlite"
+    first = _search(str(path), 5).fit(X_TOY, Y_TOY)
+    Counted.n_fits = 0
+    second = _search(TrialStore(path), 9).fit(X_TOY, Y_TOY)
+    # only the 4 new trials were fitted (2 splits each) plus the refit
+    assert Counted.n_fits == 4 * 2 + 1
+    assert len(second.cv_results_["params"]) == 9
+    assert second.cv_results_["params"][:5] == first.cv_results_["params"]
+    np.testing.assert_allclose(
+        second.cv_results_["mean_test_score"][:5], first.cv_results_["mean_test_score"]
+    )
+    store = TrialStore(path)
+    trials = store.trials(store.run_id("run"))
+    assert [t["trial_index"] for t in trials] == list(range(9))
+    assert store.run(store.run_id("run"))["status"] == "finished"
+    assert second.run_name_ == "run"
+
+
+def test_resume_with_another_space_or_estimator_is_an_error(tmp_path):
+    path = str(tmp_path / "trials.sqlite")
+    _search(path, 3).fit(X_TOY, Y_TOY)
+    other = BayesSearchCV(
+        Counted(), {"a": Real(0.0, 2.0)}, n_iter=3, store=path, run_name="run"
+    )
+    with pytest.raises(ValueError, match="space"):
+        other.fit(X_TOY, Y_TOY)
+    X, y = load_iris(return_X_y=True)
+    other = BayesSearchCV(
+        LogisticRegression(),
+        {"a": Real(0.0, 1.0)},
+        n_iter=3,
+        store=path,
+        run_name="run",
+    )
+    with pytest.raises(ValueError):
+        other.fit(X, y)
+
+
+def test_store_in_a_missing_directory_fails_before_any_fit(tmp_path):
+    Counted.n_fits = 0
+    search = _search(str(tmp_path / "missing" / "trials.sqlite"), 3)
+    with pytest.raises(ValueError, match="missing"):
+        search.fit(X_TOY, Y_TOY)
+    assert Counted.n_fits == 0
+
+
+def test_without_run_name_each_fit_is_a_fresh_run(tmp_path):
+    path = str(tmp_path / "trials.sqlite")
+    a = (
+        _search(
+            path,
+            3,
+        )
+        .set_params(run_name=None)
+        .fit(X_TOY, Y_TOY)
+    )
+    b = _search(path, 3).set_params(run_name=None).fit(X_TOY, Y_TOY)
+    assert a.run_name_ != b.run_name_
+    assert len(TrialStore(path).runs()) == 2
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import time
+
+    import numpy as np
+    from sklearn.base import BaseEstimator, RegressorMixin
+
+    from skbayes_search import BayesSearchCV, Real
+
+
+    class Slow(RegressorMixin, BaseEstimator):
+        def __init__(self, a=0.5, b=0.5):
+            self.a = a
+            self.b = b
+
+        def fit(self, X, y):
+            time.sleep(0.15)
+            return self
+
+        def score(self, X, y):
+            return -((self.a - 0.3) ** 2) - (self.b - 0.6) ** 2
+
+
+    BayesSearchCV(
+        Slow(),
+        {"a": Real(0.0, 1.0), "b": Real(0.0, 1.0)},
+        n_iter=10,
+        n_initial_points=3,
+        cv=2,
+        random_state=0,
+        hyperparameter_sampling="map",
+        store=sys.argv[1],
+        run_name="killed",
+    ).fit(np.zeros((20, 2)), np.zeros(20))
+    """
+)
+
+
+def test_sigkill_then_restart_ends_with_exactly_n_iter_trials(tmp_path):
+    script = tmp_path / "search.py"
+    script.write_text(SCRIPT)
+    path = tmp_path / "trials.sqlite"
+    cmd = [sys.executable, str(script), str(path)]
+    # the child imports the same skbayes_search as this test, installed or not
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(skbayes_search.__file__))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    proc = subprocess.Popen(cmd, env=env)
+    store = TrialStore(path)
+    deadline = time.monotonic() + 120
+    n_before = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        run = store.run_id("killed") if path.exists() else None
+        n_before = len(store.trials(run)) if run is not None else 0
+        if n_before >= 4:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the search ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    run = store.run_id("killed")
+    n_killed = len(store.trials(run))
+    assert 4 <= n_killed < 10
+    assert store.run(run)["status"] == "running"
+
+    subprocess.run(cmd, check=True, env=env, timeout=300)
+    trials = store.trials(run)
+    assert len(trials) == 10
+    assert [t["trial_index"] for t in trials] == list(range(10))
+    keys = {tuple(sorted(t["params"].items())) for t in trials}
+    assert len(keys) == 10
+    assert store.run(run)["status"] == "finished"
