@@ -196,29 +196,31 @@ def make_acquisition(
     else:
         members = [(m, np.array([best_std])) for m in surrogate.models_]
 
+    bests = np.concatenate([best for _, best in members])
+    widths = [best.size for _, best in members]
+
     def func(U: np.ndarray) -> np.ndarray:
         U = np.atleast_2d(np.asarray(U, dtype=float))
+        m = U.shape[0]
         with single_blas_thread():
-            parts = []
-            for model, best in members:
+            # predictions of every (model, fantasy) pair side by side, so the
+            # acquisition formula runs once on an (m, n_members) array
+            mus = np.empty((m, bests.size))
+            sds = np.empty((m, bests.size))
+            j = 0
+            for (model, _), w in zip(members, widths):
                 mu, var = model.predict(U)
-                mu = mu.reshape(U.shape[0], -1)  # (m, n_fantasies or 1)
-                sd = np.sqrt(var)[:, None]
-                if acquisition in ("ei", "ei_per_second"):
-                    parts.append(log_ei(mu, sd, best[None, :]))
-                elif acquisition == "pi":
-                    parts.append(log_pi(mu, sd, best[None, :]))
-                else:
-                    parts.append(-lcb(mu, sd, kappa))
-            vals = np.concatenate(parts, axis=1)
-            if acquisition == "lcb":
-                # back to original units; the mean over fantasies of the
-                # conditioned means is the unconditioned mean
-                out = -(y_mean - y_std * vals.mean(axis=1))
+                mus[:, j : j + w] = mu.reshape(m, w)
+                sds[:, j : j + w] = np.sqrt(var)[:, None]
+                j += w
+            if acquisition in ("ei", "ei_per_second"):
+                out = _logmeanexp(log_ei(mus, sds, bests)) + np.log(y_std)
+            elif acquisition == "pi":
+                out = _logmeanexp(log_pi(mus, sds, bests))
             else:
-                out = _logmeanexp(vals)
-                if acquisition != "pi":
-                    out += np.log(y_std)
+                # minus the LCB in original units; averaging over fantasies
+                # of the conditioned means gives back the unconditioned mean
+                out = -(y_mean + y_std * lcb(mus, sds, kappa).mean(axis=1))
             if acquisition == "ei_per_second":
                 cost_mean, _ = cost_surrogate.predict(U)
                 out -= cost_mean.mean(axis=0)

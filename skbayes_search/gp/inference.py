@@ -22,11 +22,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.linalg import cho_solve, solve_triangular
+from scipy.linalg import cho_solve
 from scipy.optimize import minimize
 
 from .kernels import Kernel
-from .model import cholesky_jitter
+from .model import cholesky_jitter, solve_lower
 
 __all__ = [
     "LogPosterior",
@@ -123,7 +123,7 @@ class LogPosterior:
         self.y = np.asarray(y, dtype=float).ravel()
         self.n = self.y.size
         self._pre = kernel.precompute(self.X)
-        self._rhs = np.column_stack([self.y, np.ones(self.n)])
+        self._rhs = np.asfortranarray(np.column_stack([self.y, np.ones(self.n)]))
         self._lo, self._hi = np.asarray(hyper_bounds(kernel), dtype=float).T
         self._kkey: bytes | None = None
         self._C: np.ndarray | None = None
@@ -141,7 +141,8 @@ class LogPosterior:
             K = math.exp(theta[1]) * self._C
             K.flat[:: self.n + 1] += math.exp(theta[2])
             L, _ = cholesky_jitter(K)
-            self._Ly1 = solve_triangular(L, self._rhs, lower=True, check_finite=False)
+            L = np.asfortranarray(L)
+            self._Ly1 = solve_lower(L, self._rhs)
             self._L = L
             self._logdet = 2.0 * np.sum(np.log(np.diag(L)))
             self._fkey = fkey

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from scipy.linalg import solve_triangular
+from scipy.linalg import lapack
 from threadpoolctl import ThreadpoolController
 
 from .kernels import Kernel
 
-__all__ = ["GaussianProcess", "cholesky_jitter", "single_blas_thread"]
+__all__ = ["GaussianProcess", "cholesky_jitter", "single_blas_thread", "solve_lower"]
 
 _LOCAL = threading.local()
 _CONTROLLER: list[ThreadpoolController] = []
@@ -51,6 +51,24 @@ _LOG_2PI = np.log(2.0 * np.pi)
 # smallest posterior variance reported (standardised units); keeps std > 0 so
 # acquisitions never divide by zero at observed inputs
 _VAR_FLOOR = 1e-12
+
+
+def solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Solve ``L X = B`` for lower-triangular ``L`` by forward substitution.
+
+    Calls LAPACK ``trtrs`` directly: the acquisition optimiser solves tiny
+    systems thousands of times and ``scipy.linalg.solve_triangular``'s input
+    validation costs more than the solve. Pass ``L`` (and ``B``) in Fortran
+    order to avoid copies.
+    """
+    B = np.asarray(B, dtype=float)
+    if L.shape[0] == 0:
+        return B.copy()
+    vec = B.ndim == 1
+    X, info = lapack.dtrtrs(L, B[:, None] if vec else B, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"Triangular solve failed (info={info}).")
+    return X[:, 0] if vec else X
 
 
 def cholesky_jitter(
@@ -194,16 +212,17 @@ class GaussianProcess:
         self.X_, self.y_, self.theta_ = X, y, theta
         K = self._k(X)
         K[np.diag_indices_from(K)] += self.noise_var_
-        self.L_, self.jitter_ = cholesky_jitter(K)
-        self.z_ = solve_triangular(
-            self.L_, y - self.mean_, lower=True, check_finite=False
-        )
+        L, self.jitter_ = cholesky_jitter(K)
+        # Fortran order lets LAPACK use L without copying it on every solve
+        self.L_ = np.asfortranarray(L)
+        self.z_ = solve_lower(self.L_, y - self.mean_)
         return self
 
     # -- prediction ------------------------------------------------------------
     def _solve_cross(self, Xs: np.ndarray) -> np.ndarray:
-        Ks = self._k(self.X_, Xs)
-        return solve_triangular(self.L_, Ks, lower=True, check_finite=False)
+        # k(Xs, X) is C-ordered, so its transpose is Fortran-ordered: no copy
+        Ks = self._k(Xs, self.X_).T
+        return solve_lower(self.L_, Ks)
 
     def predict(self, Xs: Any, full_cov: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance (or covariance) of the latent ``f``.
@@ -285,16 +304,16 @@ class GaussianProcess:
         K22 = self._k(Xf)
         # the same jitter as the base factor, so the result equals a refit
         K22[np.diag_indices(k)] += self.noise_var_ + self.jitter_
-        L21T = solve_triangular(self.L_, K12, lower=True, check_finite=False)
+        L21T = solve_lower(self.L_, K12)
         S = K22 - L21T.T @ L21T
         S = 0.5 * (S + S.T)
         L22, extra = cholesky_jitter(S)
-        L = np.zeros((n + k, n + k))
+        L = np.zeros((n + k, n + k), order="F")
         L[:n, :n] = self.L_
         L[n:, :n] = L21T.T
         L[n:, n:] = L22
         rhs = yf - self.mean_ - L21T.T @ z_old
-        z2 = solve_triangular(L22, rhs, lower=True, check_finite=False)
+        z2 = solve_lower(L22, rhs)
 
         new = GaussianProcess(self.kernel)
         new.X_ = np.vstack([self.X_, Xf])
