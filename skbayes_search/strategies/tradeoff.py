@@ -13,12 +13,19 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import logsumexp, ndtr
+from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import (
+    _check_method_params,
+    _num_samples,
+    check_is_fitted,
+)
 from threadpoolctl import threadpool_limits
 
 from .._base import BaseBayesSearchCV
+from .._evaluate import stratified_order, subset_size
 from .._trial import SearchContext, Trial
 from ..acquisition import _fantasy_models, log_ei
 from ..gp import GPSurrogate
@@ -120,6 +127,12 @@ def _pareto_front(scores: np.ndarray, times: np.ndarray) -> np.ndarray:
             best = top
         start = stop
     return np.asarray(front, dtype=np.intp)
+
+
+def _results_pareto_front(results: dict, refit: Any) -> np.ndarray:
+    """Pareto front of a ``cv_results_`` dict (optimised score vs training time)."""
+    key = _score_key(results, refit)
+    return _pareto_front(np.asarray(results[key], float), _trial_times(results, key))
 
 
 def _score_key(results: dict, refit: Any) -> str:
@@ -568,10 +581,7 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
             The fitted search.
         """
         super().fit(X, y, **params)
-        key = _score_key(self.cv_results_, self.refit)
-        self.pareto_front_ = _pareto_front(
-            self.cv_results_[key], self.cv_results_["mean_train_time"]
-        )
+        self.pareto_front_ = _results_pareto_front(self.cv_results_, self.refit)
         return self
 
     @staticmethod
@@ -804,4 +814,37 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         return index
 
     def _refit_fraction(self) -> float:
+        if getattr(self, "_subset_already_taken", False):
+            return 1.0
         return self.best_train_fraction_
+
+    def _refit_best(
+        self,
+        base_estimator: Any,
+        X: Any,
+        y: Any,
+        fit_params: dict,
+        y_stratify: np.ndarray | None,
+        rs: np.random.RandomState,
+    ) -> None:
+        fraction = self.best_train_fraction_
+        if not (fraction < 1.0 and sp.issparse(X)):
+            super()._refit_best(base_estimator, X, y, fit_params, y_stratify, rs)
+            return
+        # Workaround: the base sizes X with len(), which scipy sparse inputs
+        # refuse. Take the same stratified rows (same seed draw) here and let
+        # the base refit on them as a whole.
+        n = _num_samples(X)
+        order = stratified_order(
+            np.arange(n), y_stratify, np.random.default_rng(rs.randint(2**31 - 1))
+        )
+        min_rows = 1 if y_stratify is None else len(np.unique(y_stratify))
+        idx = np.sort(order[: subset_size(fraction, n, min_rows)])
+        fit_params = _check_method_params(X, params=fit_params, indices=idx)
+        X = _safe_indexing(X, idx)
+        y = None if y is None else _safe_indexing(y, idx)
+        self._subset_already_taken = True
+        try:
+            super()._refit_best(base_estimator, X, y, fit_params, y_stratify, rs)
+        finally:
+            del self._subset_already_taken
