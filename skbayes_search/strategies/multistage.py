@@ -4,6 +4,7 @@ of the training data (Wang, Xu and Wang 2015)."""
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,6 +113,14 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         the failed trials.
     return_train_score : bool, default=False
         Whether ``cv_results_`` includes training scores.
+    store : TrialStore, str or path-like, default=None
+        A :class:`~skbayes_search.TrialStore` (or the path of one) where every
+        trial is committed the moment it finishes.
+    run_name : str, default=None
+        Name of the run in ``store``. If the run already has trials, ``fit``
+        reads them back and continues the stage they stopped in (the stage
+        of every trial is its ``iter``), evaluating no finished trial again.
+        ``None`` starts a fresh run with a generated name (``run_name_``).
 
     Attributes
     ----------
@@ -154,6 +163,8 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         Number of features seen during ``fit`` (when refitted).
     feature_names_in_ : ndarray of str
         Feature names seen during ``fit`` (when refitted and ``X`` has them).
+    run_name_ : str
+        Name of the run in ``store`` (only with a store).
 
     See Also
     --------
@@ -222,6 +233,8 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         random_state: Any = None,
         error_score: str | float = np.nan,
         return_train_score: bool = False,
+        store: Any = None,
+        run_name: str | None = None,
     ) -> None:
         super().__init__(
             estimator=estimator,
@@ -244,6 +257,8 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_points = n_points
         self.random_state = random_state
+        self.store = store
+        self.run_name = run_name
 
     def fit(self, X: Any, y: Any = None, **params: Any) -> MultiStageBayesSearchCV:
         """Run all stages, then refit the best full-data configuration.
@@ -341,7 +356,16 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         return int(sum(self._plan()[1]))
 
     def _check_strategy_params(self, ctx: SearchContext) -> None:
-        self._plan()
+        _, n_iter = self._plan()
+        if ctx.space.cardinality < max(n_iter):
+            warnings.warn(
+                f"The search space has only {ctx.space.cardinality} distinct "
+                f"configurations, fewer than the n_iter={self.n_iter!r} of a "
+                "stage; a stage moves on to the next once every one has been "
+                "evaluated at its fraction.",
+                UserWarning,
+                stacklevel=4,
+            )
 
     def _init_search(self, ctx: SearchContext) -> None:
         self._proposers: dict[int, BayesProposer] = {}
@@ -372,45 +396,45 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         stages, n_iter = self._plan()
         for stage, budget in enumerate(n_iter):
             done = _of_stage(ctx.trials, stage)
-            if len(done) < budget:
-                break
-        else:
-            return []
-        n_slots = min(n_slots, budget - len(done))
-        fraction = stages[stage]
-        if stage > 0:
-            handoff = _top_k(_of_stage(ctx.trials, stage - 1), self.top_k)
-            if len(done) < len(handoff):
-                # The hand-off fills the first batches on its own: a BO
-                # proposal in the same batch would come from an empty stage.
-                return [
-                    Trial(params, fraction, iter=stage)
-                    for params in handoff[len(done) : len(done) + n_slots]
-                ]
-        return self._proposer(ctx, stage).ask(
-            ctx, done, n_slots, fraction=fraction, iteration=stage
-        )
+            if len(done) >= budget:
+                continue
+            n_ask = min(n_slots, budget - len(done))
+            fraction = stages[stage]
+            if stage > 0:
+                handoff = _top_k(_of_stage(ctx.trials, stage - 1), self.top_k)
+                if len(done) < len(handoff):
+                    # The hand-off fills the first batches on its own: a BO
+                    # proposal in the same batch would come from an empty
+                    # stage.
+                    return [
+                        Trial(params, fraction, iter=stage)
+                        for params in handoff[len(done) : len(done) + n_ask]
+                    ]
+            trials = self._proposer(ctx, stage).ask(
+                ctx, done, n_ask, fraction=fraction, iteration=stage
+            )
+            if trials:
+                return trials
+            # A finite space is exhausted at this fraction: next stage.
+        return []
 
     def _finalize(self, ctx: SearchContext) -> list[Trial]:
         stages, n_iter = self._plan()
         last = len(stages) - 1
         done = _of_stage(ctx.trials, last)
-        if done and last == 0:
-            return []
         if done:
+            if last == 0:
+                return []
             # The last stage started: finish the hand-off it was given.
-            source = _of_stage(ctx.trials, last - 1)
-        else:
-            # max_time ran out in an earlier stage: hand the best of the
-            # latest stage with results straight to the full data.
-            source = []
-            for stage in range(last - 1, -1, -1):
-                source = _of_stage(ctx.trials, stage)
-                if source:
-                    break
-        if source:
-            handoff = _top_k(source, self.top_k)
+            handoff = _top_k(_of_stage(ctx.trials, last - 1), self.top_k)
             return [Trial(p, 1.0, iter=last) for p in handoff[len(done) :]]
+        # max_time ran out in an earlier stage: hand the best of the latest
+        # stage with results straight to the full data.
+        for stage in range(last - 1, -1, -1):
+            source = _of_stage(ctx.trials, stage)
+            if source:
+                handoff = _top_k(source, self.top_k)
+                return [Trial(p, 1.0, iter=last) for p in handoff]
         # Not a single trial ran (max_time shorter than the set-up): start
         # stage 1's design on the full data so that a result exists.
         n_first = min(self.top_k, n_iter[last])
