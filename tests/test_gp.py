@@ -74,6 +74,22 @@ def test_kernel_gradients_match_finite_differences(kernel, theta):
     analytic = kernel.gradient(theta, pre)
     numeric = Kernel.gradient(kernel, theta, pre)
     np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-8)
+    # the contraction used by the likelihood gradient, cross and symmetric
+    W = np.random.default_rng(0).normal(size=analytic.shape[1:])
+    np.testing.assert_allclose(
+        kernel.gradient_dot(theta, pre, W),
+        np.einsum("ij,pij->p", W, analytic),
+        rtol=1e-10,
+        atol=1e-10,
+    )
+    pre_sym = kernel.precompute(X)
+    Ws = np.random.default_rng(1).normal(size=(9, 9))
+    np.testing.assert_allclose(
+        kernel.gradient_dot(theta, pre_sym, Ws),
+        np.einsum("ij,pij->p", Ws, Kernel.gradient(kernel, theta, pre_sym)),
+        rtol=1e-5,
+        atol=1e-8,
+    )
 
 
 def test_matern_values_and_ard_columns():

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.linalg import cho_solve
+from scipy.linalg import cho_solve, lapack
 from scipy.optimize import minimize
 
 from .kernels import Kernel
@@ -178,16 +178,21 @@ class LogPosterior:
         L = self._L
         amp, nu = np.exp(theta[1]), np.exp(theta[2])
         alpha = cho_solve((L, True), self.y - theta[0], check_finite=False)
-        # K^{-1} is needed for the trace terms of the gradient only
-        Kinv = cho_solve((L, True), np.eye(self.n), check_finite=False)
+        # K^{-1} is needed for the trace terms of the gradient only (LAPACK
+        # potri builds it from the Cholesky factor; only its lower triangle
+        # is filled)
+        Kinv, info = lapack.dpotri(L, lower=1)
+        if info != 0:
+            Kinv = cho_solve((L, True), np.eye(self.n), check_finite=False)
+        else:
+            Kinv = np.tril(Kinv) + np.tril(Kinv, -1).T
         W = np.outer(alpha, alpha) - Kinv
         g = np.empty(theta.size)
         g[0] = alpha.sum()
         g[1] = 0.5 * amp * np.sum(W * self._C)
         g[2] = 0.5 * nu * np.trace(W)
         if theta.size > 3:
-            dC = self.kernel.gradient(theta[3:], self._pre)
-            g[3:] = 0.5 * amp * np.einsum("ij,kij->k", W, dC)
+            g[3:] = 0.5 * amp * self.kernel.gradient_dot(theta[3:], self._pre, W)
         g += log_hyperprior_grad(theta, self.kernel)
         return value, g
 

@@ -139,6 +139,14 @@ class Kernel:
             out[i] = (self.evaluate(tp, pre) - self.evaluate(tm, pre)) / (2 * h)
         return out
 
+    def gradient_dot(self, theta: np.ndarray, pre: Any, W: np.ndarray) -> np.ndarray:
+        """``sum_ij W_ij dK_ij / dtheta_p`` for every parameter ``p``.
+
+        This contraction is all the marginal-likelihood gradient needs;
+        kernels can compute it without materialising :meth:`gradient`.
+        """
+        return np.einsum("ij,pij->p", W, self.gradient(theta, pre))
+
     def __mul__(self, other: Kernel) -> ProductKernel:
         return ProductKernel(self, other)
 
@@ -287,6 +295,20 @@ class Matern52(Kernel):
         r = np.sqrt(diff2.sum(axis=2)) * _SQRT5
         g = (5.0 / 3.0) * (1.0 + r) * np.exp(-r)
         return np.moveaxis(diff2 * g[:, :, None], 2, 0)
+
+    def gradient_dot(self, theta: np.ndarray, pre: Any, W: np.ndarray) -> np.ndarray:
+        # sum_ij M_ij (a_id - b_jd)^2 with M = W * g, expanded into matrix
+        # products so no (n1, n2, d) tensor is formed
+        A, B = pre
+        inv_l = np.exp(-np.asarray(theta, dtype=float))
+        As = A * inv_l
+        Bs = As if B is None else B * inv_l
+        r = np.sqrt(cdist(As, Bs, "sqeuclidean")) * _SQRT5
+        M = W * ((5.0 / 3.0) * (1.0 + r) * np.exp(-r))
+        rows = M.sum(axis=1)
+        cols = M.sum(axis=0)
+        cross = np.einsum("id,id->d", As, M @ Bs)
+        return (As * As).T @ rows + (Bs * Bs).T @ cols - 2.0 * cross
 
 
 class BasisKernel(Kernel):
@@ -464,6 +486,18 @@ class ProductKernel(_CompositeKernel):
             return np.empty((0, *K1.shape))
         return np.concatenate(parts, axis=0)
 
+    def gradient_dot(self, theta: np.ndarray, pre: Any, W: np.ndarray) -> np.ndarray:
+        # d(K1 * K2) = dK1 * K2 + K1 * dK2, so each factor sees W * (other)
+        t1, t2 = self._split(theta)
+        parts = []
+        if t1.size:
+            K2 = self.k2.evaluate(t2, pre[1])
+            parts.append(self.k1.gradient_dot(t1, pre[0], W * K2))
+        if t2.size:
+            K1 = self.k1.evaluate(t1, pre[0])
+            parts.append(self.k2.gradient_dot(t2, pre[1], W * K1))
+        return np.concatenate(parts) if parts else np.empty(0)
+
 
 class SumKernel(_CompositeKernel):
     """Sum ``k1(x, x') + k2(x, x')``."""
@@ -490,3 +524,12 @@ class SumKernel(_CompositeKernel):
             K = self.evaluate(theta, pre)
             return np.empty((0, *K.shape))
         return np.concatenate(parts, axis=0)
+
+    def gradient_dot(self, theta: np.ndarray, pre: Any, W: np.ndarray) -> np.ndarray:
+        t1, t2 = self._split(theta)
+        parts = []
+        if t1.size:
+            parts.append(self.k1.gradient_dot(t1, pre[0], W))
+        if t2.size:
+            parts.append(self.k2.gradient_dot(t2, pre[1], W))
+        return np.concatenate(parts) if parts else np.empty(0)
