@@ -397,6 +397,29 @@ def test_surrogate_units_refit_and_reproducibility():
     assert k.n_dims is None
 
 
+def test_surrogate_refit_continues_chain_without_burn_in(monkeypatch):
+    import skbayes_search.gp.surrogate as surrogate_module
+
+    calls = []
+    original = surrogate_module.slice_sample
+
+    def counting(*args, **kwargs):
+        calls.append((args[2], kwargs.get("n_burn", 0), np.array(args[1])))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(surrogate_module, "slice_sample", counting)
+    X, y = _data(20, 2)
+    s = GPSurrogate(n_burn=30, n_samples=5, random_state=0, n_burn_refit=1)
+    s.fit(X[:19], y[:19])
+    # first fit: 30 burn-in sweeps (used to adapt the widths), then 5 samples
+    assert [c[:2] for c in calls] == [(30, 0), (5, 0)]
+    last = s.state_.copy()
+    calls.clear()
+    s.fit(X, y)
+    assert [c[:2] for c in calls] == [(5, 1)]
+    np.testing.assert_array_equal(calls[0][2], last)
+
+
 def test_surrogate_validation():
     X, y = _data(5, 2)
     with pytest.raises(ValueError, match="hyperparameter_sampling"):

@@ -141,7 +141,6 @@ class LogPosterior:
             K = math.exp(theta[1]) * self._C
             K.flat[:: self.n + 1] += math.exp(theta[2])
             L, _ = cholesky_jitter(K)
-            L = np.asfortranarray(L)
             self._Ly1 = solve_lower(L, self._rhs)
             self._L = L
             self._logdet = 2.0 * np.sum(np.log(np.diag(L)))

@@ -89,7 +89,7 @@ def cholesky_jitter(
     Returns
     -------
     L : ndarray of shape (n, n)
-        Lower-triangular factor.
+        Lower-triangular factor (Fortran order).
     jitter : float
         The jitter that was added to the diagonal.
 
@@ -100,16 +100,13 @@ def cholesky_jitter(
     """
     n = K.shape[0]
     if n == 0:
-        return np.zeros((0, 0)), 0.0
+        return np.zeros((0, 0), order="F"), 0.0
     jitter = float(jitter0)
     if jitter == 0.0:
         # fast path: most matrices factorise as they are
-        try:
-            L = np.linalg.cholesky(K)
-            if np.isfinite(L[-1, -1]):
-                return L, 0.0
-        except np.linalg.LinAlgError:
-            pass
+        L = _potrf(K)
+        if L is not None:
+            return L, 0.0
     if not np.all(np.isfinite(K)):
         raise np.linalg.LinAlgError("Covariance matrix has non-finite entries.")
     scale = max(float(np.mean(np.abs(np.diag(K)))), 1e-300)
@@ -118,15 +115,26 @@ def cholesky_jitter(
         if jitter > 0:
             Kj = K.copy()
             Kj[np.diag_indices(n)] += jitter
-            try:
-                return np.linalg.cholesky(Kj), jitter
-            except np.linalg.LinAlgError:
-                pass
+            L = _potrf(Kj)
+            if L is not None:
+                return L, jitter
         jitter = max(step, 10.0 * jitter)
         step *= 10.0
     raise np.linalg.LinAlgError(
         f"Matrix not positive definite even with jitter {jitter:.3g}."
     )
+
+
+def _potrf(K: np.ndarray) -> np.ndarray | None:
+    """Fortran-ordered lower Cholesky factor, or None if not positive definite."""
+    # K is symmetric, so the transpose of a C-ordered K is the same matrix in
+    # Fortran order and LAPACK can take it without reordering
+    A = K.T if K.flags.c_contiguous else K
+    L, info = lapack.dpotrf(A, lower=1, clean=1, overwrite_a=0)
+    # NaN/inf anywhere in the lower triangle propagates to the last pivot
+    if info != 0 or not np.isfinite(L[-1, -1]):
+        return None
+    return L
 
 
 class GaussianProcess:

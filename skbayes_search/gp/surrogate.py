@@ -84,6 +84,8 @@ class GPSurrogate:
     X_, y_ : ndarray
         Training data in original units.
     n_fits_ : int
+    widths_ : ndarray
+        Slice-sampling bracket widths (MCMC), adapted once from the burn-in.
     """
 
     def __init__(
@@ -211,6 +213,7 @@ class GPSurrogate:
         lo, hi = np.asarray(hyper_bounds(self.kernel_)).T
         if first:
             x0, n_burn = initial_hyper(self.kernel_), self.n_burn
+            self.widths_ = np.ones(lo.size)
         else:
             x0, n_burn = np.clip(self.state_, lo, hi), self.n_burn_refit
         logp0 = lp(x0)
@@ -220,6 +223,22 @@ class GPSurrogate:
             x0 = initial_hyper(self.kernel_)
             logp0 = lp(x0)
             n_burn = max(n_burn, self.n_burn)
+        if first and n_burn >= 20:
+            burn, lps = slice_sample(
+                lp,
+                x0,
+                n_burn,
+                rng=self._rng,
+                widths=self.widths_,
+                method=self.method,
+                logp0=logp0,
+            )
+            # bracket widths from the second half of burn-in: about three
+            # posterior standard deviations needs few stepping-out and
+            # shrinkage evaluations (any fixed width leaves the chain valid)
+            sd = burn[n_burn // 2 :].std(axis=0)
+            self.widths_ = np.clip(3.0 * sd, 0.05, 0.5 * (hi - lo))
+            x0, logp0, n_burn = burn[-1], lps[-1], 0
         samples, _ = slice_sample(
             lp,
             x0,
@@ -227,6 +246,7 @@ class GPSurrogate:
             rng=self._rng,
             n_burn=n_burn,
             thin=self.thin,
+            widths=self.widths_,
             method=self.method,
             logp0=logp0,
         )
