@@ -187,10 +187,20 @@ def test_maximize_uses_seeds_for_narrow_peaks():
     np.testing.assert_allclose(x, peak, atol=1e-4)
 
 
-@pytest.mark.parametrize("acquisition", ["ei", "pi", "lcb"])
+@pytest.mark.parametrize("acquisition", ["ei", "pi", "lcb", "ei_per_second"])
 def test_propose_batch_distinct_new_and_reproducible(acquisition):
     s, X, y = _fitted(n=10, d=2, sampling="map")
-    kw = dict(acquisition=acquisition, X_observed=X, y_observed=y, n_candidates=256)
+    cost = None
+    if acquisition == "ei_per_second":
+        cost = GPSurrogate(hyperparameter_sampling="map", random_state=0)
+        cost.fit(X, np.log(0.5 + 3 * X[:, 0]))
+    kw = dict(
+        acquisition=acquisition,
+        X_observed=X,
+        y_observed=y,
+        n_candidates=256,
+        cost_surrogate=cost,
+    )
     U1, v1 = propose_batch(s, 3, rng=np.random.default_rng(7), **kw)
     U2, v2 = propose_batch(s, 3, rng=np.random.default_rng(7), **kw)
     np.testing.assert_array_equal(U1, U2)

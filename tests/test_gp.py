@@ -370,6 +370,22 @@ def test_surrogate_fits_smooth_functions(sampling):
     assert err < 0.05 * np.ptp(y)
 
 
+@pytest.mark.parametrize("sampling", ["map", "mcmc"])
+def test_surrogate_with_fabolas_product_kernel(sampling):
+    # loss that falls with the subset size s (last column) like a learning curve
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(40, 3))
+    f = lambda U: np.sin(4 * U[:, 0]) + U[:, 1] + 2 * (1 - U[:, 2]) ** 2  # noqa: E731
+    kernel = ProductKernel(Matern52(dims=[0, 1]), BasisKernel(2, "loss"))
+    s = GPSurrogate(kernel, hyperparameter_sampling=sampling, n_burn=30, random_state=0)
+    s.fit(X, f(X))
+    assert s.thetas_.shape[1] == 3 + 2 + 3
+    Xt = rng.uniform(size=(100, 3))
+    mean, _ = s.predict(Xt)
+    err = np.sqrt(np.mean((mean.mean(0) - f(Xt)) ** 2))
+    assert err < 0.1 * np.ptp(f(Xt))
+
+
 def test_surrogate_units_refit_and_reproducibility():
     X, y = _data(20, 2)
     a = GPSurrogate(n_burn=10, n_samples=4, random_state=3).fit(X, y)

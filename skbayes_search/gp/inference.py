@@ -26,7 +26,7 @@ from scipy.linalg import cho_solve, lapack
 from scipy.optimize import minimize
 
 from .kernels import Kernel
-from .model import cholesky_jitter, solve_lower
+from .model import cholesky_jitter, single_blas_thread, solve_lower
 
 __all__ = [
     "LogPosterior",
@@ -351,6 +351,20 @@ def fit_map(
     log_post : float
         Their log posterior.
     """
+    with single_blas_thread():
+        return _fit_map(kernel, X, y, rng, n_restarts, theta0, maxiter, log_posterior)
+
+
+def _fit_map(
+    kernel: Kernel,
+    X: Any,
+    y: Any,
+    rng: np.random.Generator,
+    n_restarts: int,
+    theta0: Any,
+    maxiter: int,
+    log_posterior: LogPosterior | None,
+) -> tuple[np.ndarray, float]:
     lp = log_posterior if log_posterior is not None else LogPosterior(kernel, X, y)
     bounds = hyper_bounds(kernel)
     lo, hi = np.asarray(bounds).T

@@ -148,6 +148,10 @@ class GaussianProcess:
     hyperparameters); Monte Carlo fantasies use this to share one Cholesky
     factor across all fantasised outcomes.
 
+    The methods do not limit BLAS threads themselves (entering a limit costs
+    about 0.1 ms); call them inside :func:`single_blas_thread` when used in a
+    loop.
+
     Parameters
     ----------
     kernel : Kernel
