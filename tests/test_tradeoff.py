@@ -19,7 +19,7 @@ from skbayes_search.gp import GPSurrogate
 from skbayes_search.space import Integer, Real
 from skbayes_search.strategies.tradeoff import (
     TradeoffBayesSearchCV,
-    _expected_excess,
+    _expected_speedup,
     _make_tradeoff_acquisition,
     _pareto_front,
     _results_pareto_front,
@@ -439,34 +439,37 @@ def test_acquisition_is_ei_when_alpha_is_zero(surrogates):
         assert a_t[j] == pytest.approx(ei_j, rel=1e-4, abs=1e-10)
 
 
-def test_acquisition_subtracts_expected_excess_time(surrogates):
+def test_acquisition_subtracts_expected_time_improvement(surrogates):
     loss_s, time_s, loss, log_t, U = surrogates
     kwargs = dict(loss_best=loss.min(), log_time_best=log_t.min(), time_scale=2.05)
     with threadpool_limits(1):
         ei = _make_tradeoff_acquisition(loss_s, time_s, alpha=0.0, **kwargs)(U)
         a_t = _make_tradeoff_acquisition(loss_s, time_s, alpha=0.5, **kwargs)(U)
-    penalty = (ei - a_t) / 0.5
-    # Monte Carlo E[max(o - o*, 0)] over the time GP's samples
+    ei_o = (ei - a_t) / 0.5
+    # Monte Carlo E[max(o* - o, 0)] over the time GP's samples
     mean, std = time_s.predict(U)
     rng = np.random.default_rng(0)
     g = mean[None] + std[None] * rng.standard_normal((20000, *mean.shape))
-    excess = np.maximum(np.exp(g) - np.exp(log_t.min()), 0).mean(axis=(0, 1)) / 2.05
-    np.testing.assert_allclose(penalty, excess, rtol=0.05, atol=1e-4)
-    # slower predicted time, larger penalty
+    mc = np.maximum(np.exp(log_t.min()) - np.exp(g), 0).mean(axis=(0, 1)) / 2.05
+    np.testing.assert_allclose(ei_o, mc, rtol=0.05, atol=1e-4)
+    # towards shorter time: largest where the predicted time is shortest
     slow, fast = np.argmax(mean.mean(0)), np.argmin(mean.mean(0))
-    assert penalty[slow] > 10 * penalty[fast]
+    assert ei_o[fast] > 10 * ei_o[slow]
+    assert np.all(ei_o <= np.exp(log_t.min()) / 2.05 + 1e-12)
 
 
-def test_expected_excess_closed_form():
+def test_expected_speedup_closed_form():
     rng = np.random.default_rng(0)
-    for mu, sigma, c in [(0.0, 0.5, 1.0), (-1.0, 1.0, 0.1), (2.0, 0.1, 3.0)]:
+    for mu, sigma, c in [(0.0, 0.5, 1.0), (-1.0, 1.0, 0.1), (2.0, 0.1, 8.0)]:
         draws = np.exp(mu + sigma * rng.standard_normal(400_000))
-        mc = np.maximum(draws - c, 0).mean()
-        assert _expected_excess(np.array(mu), np.array(sigma), np.log(c)) == (
+        mc = np.maximum(c - draws, 0).mean()
+        assert _expected_speedup(np.array(mu), np.array(sigma), np.log(c)) == (
             pytest.approx(mc, rel=0.02, abs=1e-4)
         )
-    # far below c there is no excess, and never a negative one
-    assert _expected_excess(np.array(-50.0), np.array(0.1), 0.0) == 0.0
+    # far above c there is no improvement, and never a negative one
+    assert _expected_speedup(np.array(50.0), np.array(0.1), 0.0) == 0.0
+    # far below c it is c minus the mean time
+    assert _expected_speedup(np.array(-50.0), np.array(0.1), 0.0) == pytest.approx(1.0)
 
 
 # ----------------------------------------------------------------------------

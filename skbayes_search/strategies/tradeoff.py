@@ -221,19 +221,19 @@ def _objective_parts(
 # ----------------------------------------------------------------------------
 # The acquisition
 # ----------------------------------------------------------------------------
-def _expected_excess(mu: np.ndarray, sigma: np.ndarray, log_c: Any) -> np.ndarray:
-    """``E[max(exp(g) - c, 0)]`` for ``g ~ N(mu, sigma^2)``, elementwise.
+def _expected_speedup(mu: np.ndarray, sigma: np.ndarray, log_c: Any) -> np.ndarray:
+    """``E[max(c - exp(g), 0)]`` for ``g ~ N(mu, sigma^2)``, elementwise.
 
     The time GP models log seconds, so the time itself is log-normal and its
-    expected excess over ``c`` has this closed form (the log-normal call
-    price): ``exp(mu + sigma^2/2) Phi(d + sigma) - c Phi(d)`` with
-    ``d = (mu - log c) / sigma``.
+    expected improvement below ``c`` has this closed form (the log-normal put
+    price): ``c Phi(-d) - exp(mu + sigma^2/2) Phi(-d - sigma)`` with
+    ``d = (mu - log c) / sigma``. It lies in ``[0, c]``.
     """
     sigma = np.maximum(sigma, 1e-12)
     d = (mu - log_c) / sigma
     growth = np.exp(np.minimum(mu + 0.5 * sigma * sigma, 700.0))
-    out = growth * ndtr(d + sigma) - np.exp(log_c) * ndtr(d)
-    # both terms vanish far below c; rounding must not make the excess negative
+    out = np.exp(log_c) * ndtr(-d) - growth * ndtr(-d - sigma)
+    # both terms vanish far above c; rounding must not make the result negative
     return np.maximum(out, 0.0)
 
 
@@ -252,14 +252,14 @@ def _make_tradeoff_acquisition(
     """``a_T(U) = EI_L(U) - alpha * a_o(U)``, integrated over GP samples.
 
     ``EI_L`` is the expected improvement of the loss ``-L`` below
-    ``loss_best`` (paper eq. 1); ``a_o`` is paper eq. 3: the expected amount
-    by which the normalised training time exceeds ``exp(log_time_best) /
-    time_scale``, the shortest normalised time observed, i.e.
-    ``E[max(o - o*, 0)]``. Subtracting it favours candidates expected to
-    train fast, as ``-alpha * o`` does in the objective; both terms are in
-    the units of ``T``. Both are averaged over the hyperparameter samples of
-    their surrogate and, with ``X_pending``, over joint Monte Carlo fantasies
-    of the pending outcomes (each fantasy also moves its incumbent).
+    ``loss_best`` (paper eq. 1). ``a_o = EI_o`` is the expected improvement
+    of the normalised training time towards shorter times, below
+    ``o* = exp(log_time_best) / time_scale``, the shortest normalised time
+    observed: ``E[max(o* - o, 0)]`` (paper eq. 3 as the issue specifies it).
+    Both terms are in the units of ``T``. Both are averaged over the
+    hyperparameter samples of their surrogate and, with ``X_pending``, over
+    joint Monte Carlo fantasies of the pending outcomes (each fantasy also
+    moves its incumbent).
 
     With ``log=True`` (only for ``alpha == 0``) the log of ``EI_L`` is
     returned: same maximiser, usable gradients where EI underflows.
@@ -301,13 +301,13 @@ def _make_tradeoff_acquisition(
         if not use_time:
             return out
         m0, s0 = time_surrogate.y_mean_, time_surrogate.y_std_
-        excess = []
+        speedup = []
         for model, best in time_members:
             mu, var = model.predict(U)
             mu = m0 + s0 * mu.reshape(n, -1)
             sd = s0 * np.sqrt(var)[:, None]
-            excess.append(_expected_excess(mu, sd, m0 + s0 * best[None, :]))
-        a_o = np.concatenate(excess, axis=1).mean(axis=1) / time_scale
+            speedup.append(_expected_speedup(mu, sd, m0 + s0 * best[None, :]))
+        a_o = np.concatenate(speedup, axis=1).mean(axis=1) / time_scale
         return out - alpha * a_o
 
     return func
@@ -337,12 +337,16 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     two independent GPs are fitted, one on ``-L`` and one on the log training
     seconds, and the next trial maximises
 
-    ``a_T = EI_L - alpha * E[max(o - o*, 0)]``
+    ``a_T = EI_L - alpha * EI_o``,  ``EI_o = E[max(o* - o, 0)]``
 
-    (paper eq. 2-3): expected improvement of the score minus ``alpha`` times
-    the expected excess of the training time over the shortest observed,
-    ``o*``. The time GP works on log seconds, where timings are closer to
-    Gaussian; its excess is then computed exactly in normalised units.
+    (paper eq. 2-3): the expected improvement of the score minus ``alpha``
+    times the expected improvement of the training time towards shorter
+    times, below the shortest observed ``o*``. The time term steers trials
+    away from configurations whose main promise is to be a little faster
+    than the fastest one seen; speed is rewarded by the selection rule,
+    which weighs every evaluated trial's measured time. The time GP works on
+    log seconds, where timings are closer to Gaussian; ``EI_o`` is then
+    computed exactly (log-normal) in normalised units.
     The selected trial is the evaluated one with the highest ``T_alpha``
     (ties: the faster), and ``best_estimator_`` is refitted on that trial's
     share of the data: the point is a cheaper model.
@@ -580,7 +584,18 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         self : object
             The fitted search.
         """
-        super().fit(X, y, **params)
+        try:
+            super().fit(X, y, **params)
+        finally:
+            # the surrogates only serve the proposals of this fit
+            for name in (
+                "_loss_surrogate",
+                "_time_surrogate",
+                "_design",
+                "_grid",
+                "_grid_unit",
+            ):
+                self.__dict__.pop(name, None)
         self.pareto_front_ = _results_pareto_front(self.cv_results_, self.refit)
         return self
 
