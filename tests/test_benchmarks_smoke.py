@@ -1,0 +1,207 @@
+"""The benchmark's pure functions on constructed data with known answers.
+
+No search is run here: ``python -m benchmarks.run --quick`` is the smoke run.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from benchmarks.calibration import (
+    FoldTimeModel,
+    grid_points_per_dim,
+    halving_schedule,
+    random_n_iter,
+)
+from benchmarks.execute import incumbents_for
+from benchmarks.metrics import (
+    incumbent_indices,
+    median_spread,
+    overhead_share,
+    score_at,
+    step_on_grid,
+    target_threshold,
+    time_to_target,
+)
+from benchmarks.refit import incumbent_key
+from benchmarks.report import _compare, run_metrics
+from benchmarks.trace import params_key, trials_from_log
+
+
+def test_incumbent_is_running_best_and_skips_nan():
+    scores = [np.nan, 0.5, 0.4, 0.7, 0.7, np.nan, 0.9]
+    assert incumbent_indices(scores).tolist() == [-1, 1, 1, 3, 3, 3, 6]
+
+
+def test_incumbent_trusts_the_largest_resource_seen():
+    # Halving-like: a better score on a small subset does not beat a trial on
+    # more data, and the first trial on a new, larger level takes over.
+    scores = [0.9, 0.8, 0.6, 0.95, 0.7, 0.65]
+    resources = [10, 10, 30, 10, 30, 90]
+    assert incumbent_indices(scores, resources).tolist() == [0, 0, 2, 2, 4, 5]
+
+
+def test_score_at_reads_the_step_function():
+    times, values = [2.0, 5.0, 9.0], [0.6, 0.8, 0.85]
+    assert math.isnan(score_at(times, values, 1.0))
+    assert score_at(times, values, 2.0) == 0.6
+    assert score_at(times, values, 8.99) == 0.8
+    assert score_at(times, values, 100.0) == 0.85
+    grid = step_on_grid(times, values, [0.0, 5.0, 10.0])
+    assert np.isnan(grid[0]) and grid[1:].tolist() == [0.8, 0.85]
+
+
+def test_time_to_target_first_crossing_or_inf():
+    times, values = [1.0, 3.0, 7.0, 8.0], [0.70, 0.86, 0.80, 0.90]
+    assert time_to_target(times, values, 0.85) == 3.0
+    assert time_to_target(times, values, 0.90) == 8.0
+    assert time_to_target(times, values, 0.95) == math.inf
+    assert time_to_target([], [], 0.5) == math.inf
+
+
+def test_target_threshold_half_point_or_one_percent():
+    assert target_threshold(0.9, True) == pytest.approx(0.895)
+    assert target_threshold(0.8, False) == pytest.approx(0.792)
+    # Negative regression scores: 1 % of the magnitude below, not above.
+    assert target_threshold(-2.0, False) == pytest.approx(-2.02)
+
+
+def test_overhead_share():
+    assert overhead_share(10.0, 15.0, 2) == pytest.approx(0.25)
+    assert overhead_share(10.0, 25.0, 2) == 0.0
+    assert math.isnan(overhead_share(0.0, 1.0, 2))
+    assert math.isnan(overhead_share(10.0, math.nan, 2))
+
+
+def test_median_spread_counts_never_reached_as_inf():
+    assert median_spread([3.0, math.inf, 1.0]) == (3.0, 1.0, math.inf)
+    assert median_spread([2.0, math.nan]) == (2.0, 2.0, 2.0)
+    assert all(math.isnan(x) for x in median_spread([]))
+
+
+def test_trials_from_log_groups_folds_and_rungs():
+    a, b = {"C": 1.0}, {"C": 2.0}
+    calls = [
+        # Two folds of a, two of b on 10 rows each, then a again on 30 rows
+        # each (a halving rung), then one lone fold of b (cut off).
+        {"t": 101.0, "n": 10, "s": 0.5, "p": a},
+        {"t": 102.0, "n": 10, "s": 0.7, "p": b},
+        {"t": 103.0, "n": 10, "s": 0.7, "p": a},
+        {"t": 104.0, "n": 10, "s": 0.9, "p": b},
+        {"t": 110.0, "n": 30, "s": 0.8, "p": a},
+        {"t": 111.0, "n": 30, "s": 0.6, "p": a},
+        {"t": 112.0, "n": 30, "s": 0.1, "p": b},
+    ]
+    trials = trials_from_log(calls, n_splits=2, t0=100.0)
+    got = [(t["elapsed"], t["score"], t["resource"], t["params"]) for t in trials]
+    assert got == [
+        (3.0, pytest.approx(0.6), 20, a),
+        (4.0, pytest.approx(0.8), 20, b),
+        (11.0, pytest.approx(0.7), 60, a),
+    ]
+
+
+def test_params_key_is_canonical():
+    assert params_key({"b": np.int64(3), "a": np.float64(0.1)}) == params_key(
+        {"a": 0.1, "b": 3}
+    )
+    assert incumbent_key({"a": 1}, 1.0) != incumbent_key({"a": 1}, 0.5)
+
+
+def _trial(t, score, fraction=1.0, **extra):
+    return {"elapsed": t, "score": score, "fraction": fraction, "params": {"x": t}}
+
+
+def test_incumbents_for_full_data_and_tradeoff():
+    trials = [_trial(1, 0.7), _trial(2, 0.9, 0.3), _trial(3, 0.8)]
+    incs = incumbents_for(trials, "halving")
+    # The 30 % trial never beats full-data trials (fractions 1.0 come first).
+    assert [i["params"]["x"] for i in incs] == [1, 1, 3]
+    assert all(i["refit_fraction"] == 1.0 for i in incs)
+    for t, s in zip(trials, [0.1, 0.5, 0.2]):
+        t["tradeoff_score"] = s
+    incs = incumbents_for(trials, "tradeoff-0.1")
+    # Tradeoff selects by its own score and is refit on the chosen fraction.
+    assert [i["params"]["x"] for i in incs] == [1, 2, 2]
+    assert [i["refit_fraction"] for i in incs] == [1.0, 0.3, 0.3]
+
+
+def test_run_metrics_on_a_constructed_record():
+    record = {
+        "wall": 20.0,
+        "busy": 30.0,
+        "n_trials": 3,
+        "incumbents": [
+            {"elapsed": 1.0, "params": {"x": 1}, "refit_fraction": 1.0},
+            {"elapsed": 4.0, "params": {"x": 2}, "refit_fraction": 1.0},
+            {"elapsed": 12.0, "params": {"x": 3}, "refit_fraction": 1.0},
+        ],
+    }
+    refits = {
+        incumbent_key({"x": 1}, 1.0): {"test_score": 0.80},
+        incumbent_key({"x": 2}, 1.0): {"test_score": 0.85},
+        incumbent_key({"x": 3}, 1.0): {"test_score": 0.90},
+    }
+    m = run_metrics(record, refits, threshold=0.845, budget=10.0, n_jobs=2)
+    assert m["ttt"] == 4.0
+    assert m["at0.1"] == 0.80  # t = 1
+    assert m["at0.25"] == 0.80  # t = 2.5
+    assert m["at0.5"] == 0.85  # t = 5
+    assert m["at1"] == 0.85  # t = 10: the last incumbent came after the budget
+    assert m["final"] == 0.90
+    assert m["overhead"] == pytest.approx(0.25)
+
+
+def test_compare_shows_the_peer_winning():
+    ours = [
+        {"ttt": 100.0, "at1": 0.90},
+        {"ttt": 120.0, "at1": 0.90},
+        {"ttt": math.inf, "at1": 0.89},
+    ]
+    faster_peer = [{"ttt": 20.0, "at1": 0.90}]
+    cell, lost = _compare(ours, faster_peer, True)
+    assert lost and cell.startswith("**PEER BETTER**")
+    slower_peer = [{"ttt": 400.0, "at1": 0.88}]
+    cell, lost = _compare(ours, slower_peer, True)
+    assert not lost and cell.startswith("3.33x sooner")
+    # Slower to the target but a clearly better final score also counts.
+    accurate_peer = [{"ttt": 300.0, "at1": 0.92}]
+    assert _compare(ours, accurate_peer, True)[1]
+
+
+def test_sizing_arithmetic():
+    model = FoldTimeModel(
+        a=0.01, b=1.0, startup=4.0, calibration_seconds=0, n_fits=0, largest_subset=0
+    )
+    # 1250 rows, 5 folds: folds train on 1000 rows -> 10 s each, 50 s a trial;
+    # (104 - 4) s on 2 workers hold 4 trials.
+    assert random_n_iter(model, 1250, 104.0, 2, 5) == 4
+    assert grid_points_per_dim(10, 2) == 3
+    assert grid_points_per_dim(9, 2) == 3
+    assert grid_points_per_dim(3, 2) == 2
+
+
+@pytest.mark.parametrize(
+    "n_candidates, min_resources",
+    [("exhaust", "smallest"), (10, "exhaust"), (4, "exhaust")],
+)
+def test_halving_schedule_matches_scikit_learn(n_candidates, min_resources):
+    from sklearn.dummy import DummyClassifier
+    from sklearn.experimental import enable_halving_search_cv  # noqa: F401
+    from sklearn.model_selection import HalvingRandomSearchCV
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(700, 2))
+    y = np.arange(700) % 3
+    search = HalvingRandomSearchCV(
+        DummyClassifier(),
+        {"strategy": ["prior", "most_frequent", "stratified", "uniform"] * 50},
+        n_candidates=n_candidates,
+        min_resources=min_resources,
+        refit=False,
+        random_state=0,
+    ).fit(X, y)
+    rungs = halving_schedule(700, n_candidates, min_resources, n_classes=3)
+    assert [c for c, _ in rungs] == search.n_candidates_
+    assert [r for _, r in rungs] == search.n_resources_
