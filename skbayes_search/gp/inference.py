@@ -10,7 +10,9 @@ Priors (design section 3.1, in the spirit of Spearmint):
 - noise variance ``nu``: horseshoe with scale ``0.1``, using the usual
   closed-form surrogate ``p(nu) ~ log(1 + 3 (0.1 / nu)^2)``; we sample
   ``log nu``, so the Jacobian ``nu`` is included; truncated to
-  ``log nu in [-16, 2]``;
+  ``nu in [1e-6, e^2]`` (the floor keeps near-duplicate inputs well
+  conditioned; outputs are standardised, so it is 0.1 % of their spread in
+  standard deviation);
 - kernel parameters: whatever ``kernel.log_prior`` says (Matern52: top-hat
   on the log length scales).
 """
@@ -41,7 +43,7 @@ __all__ = [
 MEAN_PRIOR_SD = 2.0
 LOG_AMP_PRIOR_SD = 1.0
 NOISE_HORSESHOE_SCALE = 0.1
-_BASE_BOUNDS = [(-10.0, 10.0), (-10.0, 10.0), (-16.0, 2.0)]
+_BASE_BOUNDS = [(-10.0, 10.0), (-10.0, 10.0), (float(np.log(1e-6)), 2.0)]
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
