@@ -774,23 +774,17 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
                 X_pending=pending,
                 rng=ctx.rng,
             )
-            value_func = _make_tradeoff_acquisition(
+            # alpha = 0 is plain EI: maximise it in log space like BayesSearchCV
+            func = _make_tradeoff_acquisition(
                 self._loss_surrogate,
                 self._time_surrogate if use_time else None,
+                log=not use_time,
                 **kwargs,
-            )
-            # alpha = 0 is plain EI: maximise it in log space like BayesSearchCV
-            search_func = (
-                value_func
-                if use_time
-                else _make_tradeoff_acquisition(
-                    self._loss_surrogate, None, log=True, **kwargs
-                )
             )
             exclude = X if pending is None else np.vstack([X, pending])
             try:
-                x, _ = maximize(
-                    search_func,
+                x, value = maximize(
+                    func,
                     X.shape[1],
                     rng=ctx.rng,
                     snap=snap,
@@ -801,7 +795,7 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
                 # every (configuration, fraction) pair has been evaluated
                 break
             chosen.append(x[None, :])
-            values.append(float(value_func(x[None, :])[0]))
+            values.append(value if use_time else float(np.exp(value)))
         if not chosen:
             return []
         return self._decode(ctx, np.vstack(chosen), iteration, values)
