@@ -361,6 +361,8 @@ class BaseBayesSearchCV(BaseSearchCV):
         )
 
     def _more_results(self, ctx: SearchContext) -> dict[str, list]:
+        """Extra ``cv_results_`` columns (a hook: strategies may add columns
+        that depend on the whole search, e.g. a final normalisation)."""
         more: dict[str, list] = {
             "n_resources": [t.n_resources for t in ctx.trials],
             "resource_fraction": [t.fraction for t in ctx.trials],
@@ -438,7 +440,7 @@ class BaseBayesSearchCV(BaseSearchCV):
         )
         fraction = self._refit_fraction()
         if fraction < 1.0:
-            n = len(X)
+            n = _num_samples(X)
             order = stratified_order(
                 np.arange(n), y_stratify, np.random.default_rng(rs.randint(2**31 - 1))
             )
