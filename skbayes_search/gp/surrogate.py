@@ -156,6 +156,7 @@ class GPSurrogate:
 
         first = not hasattr(self, "state_") or self._n_dims != X.shape[1]
         if first:
+            self.widths_ = None
             kernel = Matern52() if self.kernel is None else copy.deepcopy(self.kernel)
             kernel.set_n_dims(X.shape[1])
             self.kernel_ = kernel
@@ -211,9 +212,10 @@ class GPSurrogate:
 
     def _fit_mcmc(self, lp: LogPosterior, first: bool) -> np.ndarray:
         lo, hi = np.asarray(hyper_bounds(self.kernel_)).T
+        if first or getattr(self, "widths_", None) is None:
+            self.widths_ = np.ones(lo.size)
         if first:
             x0, n_burn = initial_hyper(self.kernel_), self.n_burn
-            self.widths_ = np.ones(lo.size)
         else:
             x0, n_burn = np.clip(self.state_, lo, hi), self.n_burn_refit
         logp0 = lp(x0)
