@@ -1,7 +1,12 @@
 """TradeoffBayesSearchCV: selection by score and training time (paper 003)."""
 
+import time
+import warnings
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
+from scipy.integrate import quad
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.datasets import load_iris, make_classification, make_regression
 from sklearn.exceptions import FitFailedWarning
@@ -17,13 +22,14 @@ from skbayes_search._evaluate import subset_size
 from skbayes_search.acquisition import make_acquisition
 from skbayes_search.gp import GPSurrogate
 from skbayes_search.space import Integer, Real
+from skbayes_search.strategies import tradeoff
 from skbayes_search.strategies.tradeoff import (
     TradeoffBayesSearchCV,
-    _expected_speedup,
+    _expected_excess,
     _make_tradeoff_acquisition,
-    _pareto_front,
     _results_pareto_front,
     _scale_scores,
+    pareto_front,
     tradeoff_curve,
 )
 
@@ -71,11 +77,11 @@ class RowCounter(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         self.classes_, counts = np.unique(y, return_counts=True)
         self.class_counts_ = counts
-        self.n_rows_ = len(X)
+        self.n_rows_ = X.shape[0]  # also for sparse X
         return self
 
     def predict(self, X):
-        return np.full(len(X), self.classes_[0])
+        return np.full(X.shape[0], self.classes_[0])
 
     def score(self, X, y):
         return 1.0 - (self.c - 0.3) ** 2
@@ -97,6 +103,27 @@ class Flaky(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return np.full(len(X), self.classes_[0])
+
+    def score(self, X, y):
+        return 0.5 + self.c / 2
+
+
+class Sleepy(ClassifierMixin, BaseEstimator):
+    """Slower and more accurate as ``c`` grows; fails at once above 0.9."""
+
+    def __init__(self, c=0.5):
+        self.c = c
+
+    def fit(self, X, y):
+        if self.c > 0.9:
+            raise ValueError("c too large")
+        # sleeping costs no CPU on a loaded machine and is never shorter
+        time.sleep(0.002 + 0.03 * self.c)
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(X.shape[0], self.classes_[0])
 
     def score(self, X, y):
         return 0.5 + self.c / 2
@@ -154,7 +181,7 @@ def test_cv_results_columns_and_objective(iris_search):
     assert np.all(np.isfinite(r["acquisition_value"][3:]))
     assert len(r["params"]) == 7
     np.testing.assert_array_equal(
-        s.pareto_front_, _pareto_front(r["mean_test_score"], times)
+        s.pareto_front_, pareto_front(r["mean_test_score"], times)
     )
 
 
@@ -221,6 +248,78 @@ def test_fractions_none_uses_all_rows(data):
     np.testing.assert_array_equal(search.cv_results_["resource_fraction"], 1.0)
     assert search.best_train_fraction_ == 1.0
     assert search.best_estimator_.n_rows_ == len(X)
+
+
+def test_sparse_input_refits_on_the_chosen_fraction(data):
+    # the base sizes X with _num_samples: sparse X needs no special path
+    X, y = data
+    X_sparse = sp.csr_matrix(X)
+    search = TradeoffBayesSearchCV(
+        RowCounter(),
+        {"c": Real(0.0, 1.0)},
+        fractions=(0.25, 0.5),
+        n_iter=4,
+        cv=3,
+        **FAST,
+    ).fit(X_sparse, y)
+    fraction = search.best_train_fraction_
+    assert fraction in (0.25, 0.5)
+    best = search.best_estimator_
+    assert best.n_rows_ == subset_size(fraction, X.shape[0], 3) < X.shape[0]
+    assert best.class_counts_.max() - best.class_counts_.min() <= 1
+    # the same rows as with dense X (same seed, same stratified draw)
+    dense = TradeoffBayesSearchCV(
+        RowCounter(),
+        {"c": Real(0.0, 1.0)},
+        fractions=(fraction,),
+        n_iter=2,
+        cv=3,
+        **FAST,
+    ).fit(X, y)
+    assert dense.best_estimator_.n_rows_ == best.n_rows_
+
+
+def test_time_reference_is_the_incumbents_time(data, monkeypatch):
+    # o* of eq. 3 is the measured time of the trial the selection rule
+    # (argmax L - alpha * o, "max" normalisation) would pick at proposal
+    # time, not the shortest time seen
+    X, y = data
+    refs = []
+    build = tradeoff._make_tradeoff_acquisition
+
+    def spy(*args, **kwargs):
+        refs.append(kwargs["log_time_ref"])
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(tradeoff, "_make_tradeoff_acquisition", spy)
+    alpha = 0.01  # the most accurate trial wins; it is also the slowest
+    search = TradeoffBayesSearchCV(
+        Sleepy(),
+        {"c": Real(0.0, 1.0)},
+        alpha=alpha,
+        n_iter=8,
+        n_points=1,
+        cv=2,
+        error_score=0.0,
+        **FAST,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)
+        search.fit(X, y)
+    r = search.cv_results_
+    seconds, scores = r["mean_train_time"], r["mean_test_score"]
+    assert len(refs) == 8 - 3
+    not_fastest = 0
+    for k, ref in zip(range(3, 8), refs):
+        ok = np.isfinite(seconds[:k])
+        o = seconds[:k] / np.nanmax(seconds[:k])
+        T = np.where(ok, scores[:k] - alpha * o, -np.inf)
+        best = np.flatnonzero(T == T.max())
+        incumbent = best[np.argmin(seconds[:k][best])]
+        assert ref == pytest.approx(np.log(max(seconds[incumbent], 1e-4)), rel=1e-12)
+        not_fastest += seconds[incumbent] > np.nanmin(seconds[:k])
+    # the check above must have told the incumbent from the fastest trial
+    assert not_fastest >= 1
 
 
 def test_fixed_time_normalization():
@@ -380,7 +479,7 @@ def test_pareto_front_matches_brute_force_and_holds_the_curve():
         scores = np.round(rng.random(n), 1)  # coarse values: many ties
         times = np.round(rng.random(n) * 3, 1)
         scores[rng.random(n) < 0.1] = np.nan
-        front = _pareto_front(scores, times)
+        front = pareto_front(scores, times)
         assert set(front.tolist()) == _brute_force_front(scores, times)
         assert np.all(np.diff(times[front]) >= 0)
         search = TradeoffBayesSearchCV(NeverFit(), {"c": Real(0.0, 1.0)})
@@ -417,7 +516,7 @@ def surrogates():
 def test_acquisition_is_ei_when_alpha_is_zero(surrogates):
     loss_s, time_s, loss, log_t, U = surrogates
     kwargs = dict(
-        loss_best=loss.min(), log_time_best=log_t.min(), time_scale=2.05, alpha=0.0
+        loss_best=loss.min(), log_time_ref=np.median(log_t), time_scale=2.05, alpha=0.0
     )
     with threadpool_limits(1):
         a_t = _make_tradeoff_acquisition(loss_s, time_s, **kwargs)(U)
@@ -439,37 +538,101 @@ def test_acquisition_is_ei_when_alpha_is_zero(surrogates):
         assert a_t[j] == pytest.approx(ei_j, rel=1e-4, abs=1e-10)
 
 
-def test_acquisition_subtracts_expected_time_improvement(surrogates):
+def test_acquisition_subtracts_expected_excess_time(surrogates):
     loss_s, time_s, loss, log_t, U = surrogates
-    kwargs = dict(loss_best=loss.min(), log_time_best=log_t.min(), time_scale=2.05)
+    # the incumbent's time: a middle one, so candidates lie on both sides
+    ref = np.median(log_t)
+    kwargs = dict(loss_best=loss.min(), log_time_ref=ref, time_scale=2.05)
     with threadpool_limits(1):
         ei = _make_tradeoff_acquisition(loss_s, time_s, alpha=0.0, **kwargs)(U)
         a_t = _make_tradeoff_acquisition(loss_s, time_s, alpha=0.5, **kwargs)(U)
-    ei_o = (ei - a_t) / 0.5
-    # Monte Carlo E[max(o* - o, 0)] over the time GP's samples
+    a_o = (ei - a_t) / 0.5
+    # Monte Carlo E[max(o - o*, 0)] over the time GP's samples (eq. 3)
     mean, std = time_s.predict(U)
     rng = np.random.default_rng(0)
     g = mean[None] + std[None] * rng.standard_normal((20000, *mean.shape))
-    mc = np.maximum(np.exp(log_t.min()) - np.exp(g), 0).mean(axis=(0, 1)) / 2.05
-    np.testing.assert_allclose(ei_o, mc, rtol=0.05, atol=1e-4)
-    # towards shorter time: largest where the predicted time is shortest
-    slow, fast = np.argmax(mean.mean(0)), np.argmin(mean.mean(0))
-    assert ei_o[fast] > 10 * ei_o[slow]
-    assert np.all(ei_o <= np.exp(log_t.min()) / 2.05 + 1e-12)
+    mc = np.maximum(np.exp(g) - np.exp(ref), 0).mean(axis=(0, 1)) / 2.05
+    np.testing.assert_allclose(a_o, mc, rtol=0.05, atol=1e-4)
+    # a penalty, never a bonus
+    assert np.all(a_o >= 0) and np.all(a_t <= ei)
+    # the penalty is where the predicted time exceeds the incumbent's
+    predicted = mean.mean(axis=0)
+    slower, faster = predicted > ref + 0.5, predicted < ref - 0.5
+    assert slower.sum() >= 5 and faster.sum() >= 5
+    assert a_o[slower].min() > 10 * a_o[faster].max()
+    slow, fast = np.argmax(predicted), np.argmin(predicted)
+    assert a_o[slow] > 100 * a_o[fast]
+    # a slower incumbent (larger o*) penalises everything less
+    with threadpool_limits(1):
+        kwargs["log_time_ref"] = ref + 1.0
+        a_t_late = _make_tradeoff_acquisition(loss_s, time_s, alpha=0.5, **kwargs)(U)
+    assert np.all(a_t_late >= a_t - 1e-12) and np.any(a_t_late > a_t + 1e-6)
 
 
-def test_expected_speedup_closed_form():
+def test_pending_points_do_not_move_the_time_reference(surrogates):
+    loss_s, time_s, loss, log_t, U = surrogates
+    pending = U[:2]
+    kwargs = dict(loss_best=loss.min(), log_time_ref=np.median(log_t), time_scale=2.0)
+    with threadpool_limits(1):
+        no_pending = _make_tradeoff_acquisition(loss_s, time_s, alpha=0.0, **kwargs)
+        a_o = (
+            no_pending(U)
+            - _make_tradeoff_acquisition(loss_s, time_s, alpha=0.5, **kwargs)(U)
+        ) / 0.5
+        # the same loss fantasies for both (same seed): the difference is a_o
+        ei_f = _make_tradeoff_acquisition(
+            loss_s,
+            time_s,
+            alpha=0.0,
+            X_pending=pending,
+            rng=np.random.default_rng(3),
+            **kwargs,
+        )(U)
+        a_t_f = _make_tradeoff_acquisition(
+            loss_s,
+            time_s,
+            alpha=0.5,
+            X_pending=pending,
+            rng=np.random.default_rng(3),
+            **kwargs,
+        )(U)
+    # the fantasies change EI_L (they may improve L*) ...
+    assert not np.allclose(ei_f, no_pending(U))
+    # ... but not the time term: o* is the incumbent's measured time
+    np.testing.assert_allclose((ei_f - a_t_f) / 0.5, a_o, rtol=1e-9, atol=1e-15)
+
+
+def test_expected_excess_closed_form():
     rng = np.random.default_rng(0)
     for mu, sigma, c in [(0.0, 0.5, 1.0), (-1.0, 1.0, 0.1), (2.0, 0.1, 8.0)]:
         draws = np.exp(mu + sigma * rng.standard_normal(400_000))
-        mc = np.maximum(c - draws, 0).mean()
-        assert _expected_speedup(np.array(mu), np.array(sigma), np.log(c)) == (
+        mc = np.maximum(draws - c, 0).mean()
+        assert _expected_excess(np.array(mu), np.array(sigma), np.log(c)) == (
             pytest.approx(mc, rel=0.02, abs=1e-4)
         )
-    # far above c there is no improvement, and never a negative one
-    assert _expected_speedup(np.array(50.0), np.array(0.1), 0.0) == 0.0
-    # far below c it is c minus the mean time
-    assert _expected_speedup(np.array(-50.0), np.array(0.1), 0.0) == pytest.approx(1.0)
+    # deep in the lower tail Monte Carlo sees nothing: integrate instead
+    for mu, sigma, c in [(-4.0, 0.5, 1.0), (-20.0, 2.0, 1.0), (0.0, 0.05, 1.5)]:
+
+        def integrand(g, mu=mu, sigma=sigma, c=c):
+            z = (g - mu) / sigma
+            return (np.exp(g) - c) * np.exp(-0.5 * z * z) / (sigma * np.sqrt(2 * np.pi))
+
+        exact, _ = quad(integrand, np.log(c), mu + 40 * sigma, epsabs=0, epsrel=1e-10)
+        got = _expected_excess(np.array(mu), np.array(sigma), np.log(c))
+        assert 0 < exact < 1e-3
+        assert got == pytest.approx(exact, rel=1e-6)
+    # far above c it is the mean time minus c; far below it vanishes, never
+    # negative, and extreme inputs give no nan, inf or warning
+    assert _expected_excess(np.array(5.0), np.array(0.1), 0.0) == pytest.approx(
+        np.exp(5.005) - 1.0, rel=1e-12
+    )
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        mu = np.array([-1e4, -60.0, -5.0, 0.0, 5.0, 60.0])
+        for sigma in (1e-12, 1e-3, 1.0, 30.0):
+            out = _expected_excess(mu, np.full_like(mu, sigma), 0.0)
+            assert np.all(np.isfinite(out)) and np.all(out >= 0)
+            assert np.all(np.diff(out) >= 0)  # increasing in the mean
+        assert _expected_excess(np.array(-1e4), np.array(1.0), 0.0) == 0.0
 
 
 # ----------------------------------------------------------------------------

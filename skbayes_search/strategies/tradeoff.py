@@ -2,8 +2,12 @@
 
 Bayesian optimisation of the accuracy/efficiency trade-off of paper 003:
 ``T_alpha = L - alpha * o`` over the estimator's hyperparameters *and* the
-share of the training set, with one GP on the score ``L``, one on the training
-time ``o`` and the acquisition ``a_T = a_L - alpha * a_o`` (paper eq. 2-3).
+share of the training set, with one GP on the score ``L``, one on the log
+training time and the acquisition ``a_T = EI_L - alpha * a_o`` (paper eq. 2).
+``EI_L`` is the expected improvement of the score over the best observed one
+(eq. 1); ``a_o = E[max(o - o*, 0)]`` is the expected *excess* normalised
+training time over ``o*`` (eq. 3), where ``o*`` is the measured normalised
+time of the incumbent, the finished trial that maximises ``T_alpha`` now.
 """
 
 from __future__ import annotations
@@ -13,25 +17,18 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.special import logsumexp, ndtr
-from sklearn.utils import _safe_indexing
+from scipy.special import log_ndtr, logsumexp
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import (
-    _check_method_params,
-    _num_samples,
-    check_is_fitted,
-)
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from .._base import BaseBayesSearchCV
-from .._evaluate import stratified_order, subset_size
 from .._trial import SearchContext, Trial
 from ..acquisition import _fantasy_models, log_ei
 from ..gp import GPSurrogate
 from ..optimize import maximize
 
-__all__ = ["TradeoffBayesSearchCV", "tradeoff_curve"]
+__all__ = ["TradeoffBayesSearchCV", "pareto_front", "tradeoff_curve"]
 
 # Training times are floored before taking logs: timer resolution and
 # sub-millisecond fits would otherwise give the time GP arbitrary outliers.
@@ -100,15 +97,40 @@ def _tradeoff_index(L: np.ndarray, o: np.ndarray, alpha: float) -> int:
     return int(rows[order[0]])
 
 
-def _pareto_front(scores: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Rows not dominated in (score up, time down), by increasing time.
+def pareto_front(scores: Any, times: Any) -> np.ndarray:
+    """Indices of the points not dominated in (score up, time down).
 
-    Row ``i`` is dominated when another row scores at least as well in no more
-    time and is strictly better in one of the two. Rows with a non-finite
-    score or time (failed trials) are left out; exact duplicates are kept.
+    Point ``i`` is dominated when another point scores at least as well in
+    no more time and is strictly better in one of the two. Points with a
+    non-finite score or time (e.g. failed trials) are never on the front;
+    exact duplicates of a front point are all kept.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_points,)
+        Scores, higher is better (e.g. ``cv_results_["mean_test_score"]``).
+    times : array-like of shape (n_points,)
+        Times, lower is better (e.g. ``cv_results_["mean_fit_time"]``).
+
+    Returns
+    -------
+    front : ndarray of int
+        Indices of the non-dominated points, by increasing time (ties in
+        time: by index), hence by increasing score.
+
+    Examples
+    --------
+    >>> from skbayes_search.strategies.tradeoff import pareto_front
+    >>> pareto_front([0.9, 0.8, 0.85, 0.7, float("nan")], [10.0, 1.0, 12.0, 2.0, 0.1])
+    array([1, 0])
     """
     scores = np.asarray(scores, dtype=float)
     times = np.asarray(times, dtype=float)
+    if scores.shape != times.shape or scores.ndim != 1:
+        raise ValueError(
+            "scores and times must be 1-d arrays of the same length, got shapes "
+            f"{scores.shape} and {times.shape}"
+        )
     rows = np.flatnonzero(np.isfinite(scores) & np.isfinite(times))
     rows = rows[np.lexsort((rows, -scores[rows], times[rows]))]
     front: list[int] = []
@@ -132,7 +154,7 @@ def _pareto_front(scores: np.ndarray, times: np.ndarray) -> np.ndarray:
 def _results_pareto_front(results: dict, refit: Any) -> np.ndarray:
     """Pareto front of a ``cv_results_`` dict (optimised score vs training time)."""
     key = _score_key(results, refit)
-    return _pareto_front(np.asarray(results[key], float), _trial_times(results, key))
+    return pareto_front(np.asarray(results[key], float), _trial_times(results, key))
 
 
 def _score_key(results: dict, refit: Any) -> str:
@@ -221,20 +243,31 @@ def _objective_parts(
 # ----------------------------------------------------------------------------
 # The acquisition
 # ----------------------------------------------------------------------------
-def _expected_speedup(mu: np.ndarray, sigma: np.ndarray, log_c: Any) -> np.ndarray:
-    """``E[max(c - exp(g), 0)]`` for ``g ~ N(mu, sigma^2)``, elementwise.
+def _expected_excess(mu: np.ndarray, sigma: np.ndarray, log_c: Any) -> np.ndarray:
+    """``E[max(exp(g) - c, 0)]`` for ``g ~ N(mu, sigma^2)``, elementwise.
 
-    The time GP models log seconds, so the time itself is log-normal and its
-    expected improvement below ``c`` has this closed form (the log-normal put
-    price): ``c Phi(-d) - exp(mu + sigma^2/2) Phi(-d - sigma)`` with
-    ``d = (mu - log c) / sigma``. It lies in ``[0, c]``.
+    The time GP models log seconds, so the time ``exp(g)`` is log-normal and
+    its expected excess over ``c`` has the closed form (the log-normal call
+    price)
+
+    ``exp(mu + sigma^2/2) Phi(d + sigma) - c Phi(d)``,
+    ``d = (mu - log c) / sigma``.
+
+    The two terms are combined in log space,
+    ``exp(l1) * -expm1(l2 - l1)`` with ``l1 = mu + sigma^2/2 + log Phi(d + sigma)``
+    and ``l2 = log c + log Phi(d)``, so that far below ``c`` (``d << 0``, both
+    terms tiny and nearly equal) the result neither cancels to a negative
+    number nor turns into nan, and far above (``d >> 0``) it is
+    ``E[exp(g)] - c``. The result is clipped at 0.
     """
-    sigma = np.maximum(sigma, 1e-12)
+    mu = np.asarray(mu, dtype=float)
+    log_c = np.asarray(log_c, dtype=float)
+    sigma = np.maximum(np.asarray(sigma, dtype=float), 1e-12)
     d = (mu - log_c) / sigma
-    growth = np.exp(np.minimum(mu + 0.5 * sigma * sigma, 700.0))
-    out = np.exp(log_c) * ndtr(-d) - growth * ndtr(-d - sigma)
-    # both terms vanish far above c; rounding must not make the result negative
-    return np.maximum(out, 0.0)
+    l1 = np.minimum(mu + 0.5 * sigma * sigma, 700.0) + log_ndtr(d + sigma)
+    l2 = log_c + log_ndtr(d)
+    # l1 >= l2 exactly (the excess is non-negative); rounding may flip it
+    return np.exp(l1) * -np.expm1(np.minimum(l2 - l1, 0.0))
 
 
 def _make_tradeoff_acquisition(
@@ -242,24 +275,37 @@ def _make_tradeoff_acquisition(
     time_surrogate: GPSurrogate | None,
     *,
     loss_best: float,
-    log_time_best: float,
+    log_time_ref: float,
     time_scale: float,
     alpha: float,
     X_pending: np.ndarray | None = None,
     rng: np.random.Generator | None = None,
     log: bool = False,
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """``a_T(U) = EI_L(U) - alpha * a_o(U)``, integrated over GP samples.
+    """``a_T(U) = EI_L(U) - alpha * a_o(U)`` (paper eq. 2), integrated over GP samples.
 
     ``EI_L`` is the expected improvement of the loss ``-L`` below
-    ``loss_best`` (paper eq. 1). ``a_o = EI_o`` is the expected improvement
-    of the normalised training time towards shorter times, below
-    ``o* = exp(log_time_best) / time_scale``, the shortest normalised time
-    observed: ``E[max(o* - o, 0)]`` (paper eq. 3 as the issue specifies it).
-    Both terms are in the units of ``T``. Both are averaged over the
-    hyperparameter samples of their surrogate and, with ``X_pending``, over
-    joint Monte Carlo fantasies of the pending outcomes (each fantasy also
-    moves its incumbent).
+    ``loss_best``, the best observed (paper eq. 1). ``a_o`` is paper eq. 3
+    taken literally: the expected excess of the normalised training time
+    over a reference,
+
+    ``a_o(U) = E[max(o - o*, 0)]``,  ``o = t / time_scale``,
+    ``o* = exp(log_time_ref) / time_scale``,
+
+    with ``t`` the (log-normal) training seconds of the time GP's latent
+    log-time and ``log_time_ref`` the log seconds of the incumbent (the trial
+    the selection rule would pick now). Only configurations expected to
+    train slower than the incumbent are penalised, in proportion to the
+    expected extra time; faster ones compete on ``EI_L`` alone. Both terms are
+    in the units of ``T`` and averaged over the hyperparameter samples of
+    their surrogate.
+
+    With ``X_pending``, ``EI_L`` is averaged over joint Monte Carlo fantasies
+    of the pending losses (each fantasy may also improve ``L*``). The time
+    term is not: ``o*`` is the incumbent's measured time, which a pending
+    point cannot change, and with a fixed reference the fantasy average of
+    ``a_o`` equals ``a_o`` under the current posterior (the fantasies are
+    drawn from it), so it is computed exactly without them.
 
     With ``log=True`` (only for ``alpha == 0``) the log of ``EI_L`` is
     returned: same maximiser, usable gradients where EI underflows.
@@ -267,16 +313,14 @@ def _make_tradeoff_acquisition(
     Call (and build) it under ``threadpool_limits(1)``.
     """
     pending = X_pending is not None and len(X_pending) > 0
-
-    def members(surrogate: GPSurrogate, best: float) -> list:
-        best_std = (best - surrogate.y_mean_) / surrogate.y_std_
-        if not pending:
-            return [(m, np.array([best_std])) for m in surrogate.models_]
-        return _fantasy_models(surrogate, X_pending, best_std, _N_FANTASIES, rng)
-
-    loss_members = members(loss_surrogate, loss_best)
+    best_std = (loss_best - loss_surrogate.y_mean_) / loss_surrogate.y_std_
+    if pending:
+        loss_members = _fantasy_models(
+            loss_surrogate, X_pending, best_std, _N_FANTASIES, rng
+        )
+    else:
+        loss_members = [(m, np.array([best_std])) for m in loss_surrogate.models_]
     use_time = alpha > 0 and time_surrogate is not None
-    time_members = members(time_surrogate, log_time_best) if use_time else []
 
     def func(U: np.ndarray) -> np.ndarray:
         # No threadpool_limits here: entering it costs milliseconds (it scans
@@ -301,13 +345,11 @@ def _make_tradeoff_acquisition(
         if not use_time:
             return out
         m0, s0 = time_surrogate.y_mean_, time_surrogate.y_std_
-        speedup = []
-        for model, best in time_members:
+        excess = np.zeros(n)
+        for model in time_surrogate.models_:
             mu, var = model.predict(U)
-            mu = m0 + s0 * mu.reshape(n, -1)
-            sd = s0 * np.sqrt(var)[:, None]
-            speedup.append(_expected_speedup(mu, sd, m0 + s0 * best[None, :]))
-        a_o = np.concatenate(speedup, axis=1).mean(axis=1) / time_scale
+            excess += _expected_excess(m0 + s0 * mu, s0 * np.sqrt(var), log_time_ref)
+        a_o = excess / (len(time_surrogate.models_) * time_scale)
         return out - alpha * a_o
 
     return func
@@ -335,18 +377,19 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     The search: ``n_initial_points`` trials from a scrambled Sobol design
     (the paper: 3), then, until ``n_iter`` trials are done (the paper: 20),
     two independent GPs are fitted, one on ``-L`` and one on the log training
-    seconds, and the next trial maximises
+    seconds, and the next trial maximises (paper eq. 2)
 
-    ``a_T = EI_L - alpha * EI_o``,  ``EI_o = E[max(o* - o, 0)]``
+    ``a_T = EI_L - alpha * a_o``,  ``a_o = E[max(o - o*, 0)]``
 
-    (paper eq. 2-3): the expected improvement of the score minus ``alpha``
-    times the expected improvement of the training time towards shorter
-    times, below the shortest observed ``o*``. The time term steers trials
-    away from configurations whose main promise is to be a little faster
-    than the fastest one seen; speed is rewarded by the selection rule,
-    which weighs every evaluated trial's measured time. The time GP works on
-    log seconds, where timings are closer to Gaussian; ``EI_o`` is then
-    computed exactly (log-normal) in normalised units.
+    ``EI_L`` is the expected improvement of the score over the best one
+    observed (eq. 1); ``a_o`` is the expected excess of the normalised
+    training time over ``o*`` (eq. 3), with ``o*`` the measured normalised
+    time of the incumbent, the finished trial the selection rule would pick
+    now. The penalty is thus the expected extra training time, in units of
+    ``T``, of a candidate over the model currently preferred: configurations
+    expected to train slower than the incumbent are penalised, faster ones
+    compete on ``EI_L`` alone. The time GP works on log seconds, where timings
+    are closer to Gaussian, so ``a_o`` is computed exactly (log-normal).
     The selected trial is the evaluated one with the highest ``T_alpha``
     (ties: the faster), and ``best_estimator_`` is refitted on that trial's
     share of the data: the point is a cheaper model.
@@ -471,6 +514,18 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
 
     Notes
     -----
+    Paper 003 defines ``a_o`` only as "similarly defined" to eq. 1, as the
+    integral of ``max(o - o*, 0)`` against the time GP's predictive density.
+    Taking ``o*`` as the incumbent's time keeps the two terms of ``a_T``
+    about the same candidate question (how much better, how much slower
+    than what would be selected now). Two readings were tried and rejected:
+    ``o*`` = the shortest observed time makes nearly every candidate pay the
+    penalty, which then dominates and drives the proposals onto the fastest
+    trial; and an expected *speed-up* ``E[max(o* - o, 0)]`` subtracted from
+    ``EI_L`` penalises being fast, the opposite of ``T_alpha``. The
+    incumbent's time is a measurement: fantasies of pending batch points
+    move ``L*`` in ``EI_L`` but never ``o*``.
+
     Training times are wall-clock measurements and vary from run to run, so
     with ``alpha > 0`` two runs with the same ``random_state`` may take
     different paths. ``tradeoff_curve(search, alphas)`` re-selects among the
@@ -760,6 +815,9 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         time_scale = _time_scale(seconds, self.time_normalization)
         T = np.where(ok, L - self.alpha * o, -np.inf)
         seeds = X[np.argsort(-T, kind="stable")[: min(_N_SEEDS, int(ok.sum()))]]
+        # o* of paper eq. 3: the incumbent's measured time, on the GP's scale
+        incumbent = _tradeoff_index(L, o, float(self.alpha))
+        log_time_ref = float(np.log(max(seconds[incumbent], _MIN_SECONDS)))
         snap = self._snap(ctx)
 
         chosen: list[np.ndarray] = []
@@ -768,7 +826,7 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
             pending = np.vstack(chosen) if chosen else None
             kwargs = dict(
                 loss_best=float(loss.min()),
-                log_time_best=float(log_t.min()),
+                log_time_ref=log_time_ref,
                 time_scale=time_scale,
                 alpha=float(self.alpha),
                 X_pending=pending,
@@ -823,37 +881,4 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         return index
 
     def _refit_fraction(self) -> float:
-        if getattr(self, "_subset_already_taken", False):
-            return 1.0
         return self.best_train_fraction_
-
-    def _refit_best(
-        self,
-        base_estimator: Any,
-        X: Any,
-        y: Any,
-        fit_params: dict,
-        y_stratify: np.ndarray | None,
-        rs: np.random.RandomState,
-    ) -> None:
-        fraction = self.best_train_fraction_
-        if not (fraction < 1.0 and sp.issparse(X)):
-            super()._refit_best(base_estimator, X, y, fit_params, y_stratify, rs)
-            return
-        # Workaround: the base sizes X with len(), which scipy sparse inputs
-        # refuse. Take the same stratified rows (same seed draw) here and let
-        # the base refit on them as a whole.
-        n = _num_samples(X)
-        order = stratified_order(
-            np.arange(n), y_stratify, np.random.default_rng(rs.randint(2**31 - 1))
-        )
-        min_rows = 1 if y_stratify is None else len(np.unique(y_stratify))
-        idx = np.sort(order[: subset_size(fraction, n, min_rows)])
-        fit_params = _check_method_params(X, params=fit_params, indices=idx)
-        X = _safe_indexing(X, idx)
-        y = None if y is None else _safe_indexing(y, idx)
-        self._subset_already_taken = True
-        try:
-            super()._refit_best(base_estimator, X, y, fit_params, y_stratify, rs)
-        finally:
-            del self._subset_already_taken
