@@ -1,0 +1,309 @@
+"""FabolasSearchCV: FABOLAS (Klein et al. 2017) as a scikit-learn search."""
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+from joblib import parallel_backend
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import Ridge
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skbayes_search.gp import GaussianProcess
+from skbayes_search.space import Real
+from skbayes_search.strategies.fabolas import FabolasSearchCV, make_kernels
+
+# The checks scikit-learn itself marks as expected failures for its searches.
+EXPECTED_FAILED_CHECKS = {
+    "check_supervised_y_2d": "DataConversionWarning not caught",
+    "check_requires_y_none": "Doesn't fail gracefully",
+}
+
+SMALL = dict(n_representers=5, n_hyper_samples=2, cv=2, random_state=0)
+
+
+def _check_instances():
+    # min_resources=2 keeps the fraction axis on the checks' small data (the
+    # plain-BO fallback has its own test below); n_iter=3 with two initial
+    # points fits the models once, to pick the incumbent for the final
+    # full-data evaluation
+    return [
+        FabolasSearchCV(
+            Pipeline([("scale", StandardScaler()), ("ridge", Ridge())]),
+            {"ridge__alpha": Real(0.1, 1.0, prior="log-uniform")},
+            n_iter=3,
+            n_initial_points=2,
+            min_resources=2,
+            error_score="raise",
+            **SMALL,
+        ),
+    ]
+
+
+@parametrize_with_checks(
+    _check_instances(), expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS
+)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="FabolasSearchCV: ")
+        check(estimator)
+
+
+# ----------------------------------------------------------------------
+# the model
+# ----------------------------------------------------------------------
+def test_basis_kernels_psd_and_loss_correlation_closed_form():
+    rng = np.random.default_rng(0)
+    loss_k, cost_k = make_kernels(2)
+    X = np.column_stack([rng.random((40, 2)), rng.random(40)])
+    X[:5, 2] = 1.0
+    for kernel in (loss_k, cost_k, loss_k.k2, cost_k.k2):
+        for _ in range(5):
+            theta = np.asarray(kernel.sample_theta(rng))
+            K = kernel(theta, X)
+            np.testing.assert_allclose(K, K.T, atol=1e-12)
+            assert np.linalg.eigvalsh(K).min() > -1e-9 * np.abs(K).max()
+
+    # correlation of f(x, s~) with f(x, 1) under the loss model: with
+    # phi(s~) = (1, (1 - s~)^2) and phi(1) = (1, 0) it is
+    # (S11 + S12 q) / sqrt(S11 (S11 + 2 S12 q + S22 q^2)),  q = (1 - s~)^2,
+    # whatever the Matern part and the amplitude
+    basis = loss_k.k2
+    theta_basis = np.array([0.3, -0.7, -0.4])
+    S = basis.sigma(theta_basis)
+    theta = np.concatenate([[np.log(0.3), np.log(0.5)], theta_basis])
+    gp_theta = np.concatenate([[0.0, np.log(2.5), np.log(1e-3)], theta])
+    gp = GaussianProcess(loss_k).fit(np.array([[0.9, 0.9, 0.0]]), [0.0], gp_theta)
+    x = np.array([0.2, 0.6])
+    for s in (0.0, 0.25, 0.5, 0.9, 1.0):
+        q = (1.0 - s) ** 2
+        expected = (S[0, 0] + S[0, 1] * q) / np.sqrt(
+            S[0, 0] * (S[0, 0] + 2 * S[0, 1] * q + S[1, 1] * q**2)
+        )
+        pts = np.array([[*x, s], [*x, 1.0]])
+        K = loss_k(theta, pts)
+        assert K[0, 1] / np.sqrt(K[0, 0] * K[1, 1]) == pytest.approx(expected)
+        # the same through the GP prior (amplitude cancels); the observation
+        # is far away, so the posterior barely differs from the prior
+        kp = gp.amplitude_ * K
+        assert kp[0, 1] / np.sqrt(kp[0, 0] * kp[1, 1]) == pytest.approx(expected)
+    # the hyperprior on the log length scales is the paper's [-10, 2]
+    assert loss_k.k1.bounds == [(-10.0, 2.0)] * 2
+
+
+# ----------------------------------------------------------------------
+# a synthetic problem with known f(x, s) and a cost that grows with s
+# ----------------------------------------------------------------------
+N_ROWS = 2000  # two folds of 1000 training rows
+N_TRAIN = N_ROWS // 2
+MIN_ROWS = 10
+
+
+def true_error(a, b):
+    """Full-data validation error of configuration (a, b); minimum 0.05."""
+    return 0.05 + 0.4 * ((a - 0.3) ** 2 + (b - 0.6) ** 2)
+
+
+class Synthetic(ClassifierMixin, BaseEstimator):
+    """Error shrinks with the log of the subset size; fit time grows with it."""
+
+    def __init__(self, a=0.5, b=0.5, delay=0.0):
+        self.a = a
+        self.b = b
+        self.delay = delay
+
+    def fit(self, X, y):
+        self.rows_ = len(X)
+        self.classes_ = np.unique(y)
+        time.sleep(self.delay * self.rows_ / N_TRAIN)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+    def score(self, X, y):
+        s = np.log(self.rows_ / MIN_ROWS) / np.log(N_TRAIN / MIN_ROWS)
+        return 1.0 - true_error(self.a, self.b) * (1.0 + 3.0 * (1.0 - s) ** 2)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X = np.random.default_rng(0).normal(size=(N_ROWS, 2))
+    y = np.arange(N_ROWS) % 2
+    return X, y
+
+
+SPACE = {"a": Real(0.0, 1.0), "b": Real(0.0, 1.0)}
+
+
+def test_synthetic_small_fractions_early_and_incumbent_tracks_truth(data):
+    X, y = data
+    n_initial = 6
+    search = FabolasSearchCV(
+        Synthetic(delay=0.3),
+        SPACE,
+        n_iter=20,
+        n_initial_points=n_initial,
+        min_resources=MIN_ROWS,
+        n_representers=20,
+        n_hyper_samples=3,
+        overhead=0.1,
+        cv=2,
+        random_state=0,
+    ).fit(X, y)
+    res = search.cv_results_
+    fractions = np.asarray(res["resource_fraction"], float)
+    # the first BO proposals mostly use at most a third of the data: at
+    # ~0.6 s for all data against a few ms for the smallest subsets, the
+    # information per second favours small subsets while they still teach
+    # something about the full-data minimum (measured costs vary with the
+    # machine's load, hence the wide margin; typically 5-6 of 6 are <= 0.15)
+    early = fractions[n_initial : n_initial + 6]
+    assert np.sum(early <= 1 / 3) >= 4, early
+    assert np.all(np.isnan(res["acquisition_value"][:n_initial]))
+    assert np.all(np.isfinite(res["acquisition_value"][n_initial:-1]))
+
+    # the incumbent's predicted full-data score matches its true score and
+    # the incumbent is close to the true optimum (error 0.05)
+    _, params, predicted = search.incumbent_trajectory_[-1]
+    truth = 1.0 - true_error(params["a"], params["b"])
+    assert abs(predicted - truth) < 0.04
+    assert true_error(params["a"], params["b"]) < 0.08
+    # and best_score_ is the measured full-data score of that configuration
+    assert search.best_params_ == params
+    assert search.best_score_ == pytest.approx(truth)
+    assert res["predicted_full_score"][search.best_index_] == pytest.approx(predicted)
+    # predictions improve as data come in: the last one is better than
+    # the first one after the initial design
+    first = search.incumbent_trajectory_[0]
+    first_err = abs(first[2] - (1 - true_error(first[1]["a"], first[1]["b"])))
+    assert abs(predicted - truth) < first_err
+
+
+# ----------------------------------------------------------------------
+# initial design, final evaluation, fallback, batches
+# ----------------------------------------------------------------------
+def test_initial_design_uses_requested_fractions(data):
+    X, y = data
+    search = FabolasSearchCV(
+        Synthetic(),
+        SPACE,
+        n_iter=6,
+        n_initial_points=5,
+        initial_fractions=(0.2, 0.001, 0.05),
+        min_resources=25,
+        **SMALL,
+    ).fit(X, y)
+    fractions = search.cv_results_["resource_fraction"][:5]
+    # 0.001 of 1000 rows is below min_resources=25 rows: clipped to 0.025
+    np.testing.assert_allclose(fractions, [0.2, 0.025, 0.05, 0.2, 0.025])
+    np.testing.assert_array_equal(
+        search.cv_results_["n_resources"][:5], [200, 25, 50, 200, 25]
+    )
+    assert search.min_resources_ == 25
+
+
+def test_final_full_data_evaluation_exactly_once(data):
+    X, y = data
+    n_iter = 9
+    search = FabolasSearchCV(
+        Synthetic(), SPACE, n_iter=n_iter, n_initial_points=4, **SMALL
+    ).fit(X, y)
+    res = search.cv_results_
+    n = len(res["params"])
+    assert n == n_iter  # the final evaluation is inside the budget
+    full = np.flatnonzero(np.asarray(res["resource_fraction"]) == 1.0)
+    same = [i for i in full if res["params"][i] == search.best_params_]
+    assert len(same) == 1
+    assert search.best_index_ == same[0] == n - 1
+    assert np.all(np.asarray(res["resource_fraction"][:-1]) < 1.0)
+    assert np.isnan(res["acquisition_value"][-1])
+    assert search.best_score_ == res["mean_test_score"][n - 1]
+    assert search.best_estimator_.rows_ == N_ROWS  # refit on all data
+    # auto min_resources: max(10 * 2 classes, 2 * 2 splits * 2 classes) rows
+    assert search.min_resources_ == 20
+    assert not search.fallback_
+
+
+def test_small_data_warns_and_runs_plain_bo_on_all_data(data):
+    X, y = data
+    X, y = X[:200], y[:200]  # 100 training rows < 16 * 20
+    search = FabolasSearchCV(Synthetic(), SPACE, n_iter=5, n_initial_points=3, **SMALL)
+    with pytest.warns(UserWarning, match="plain Bayesian optimisation"):
+        search.fit(X, y)
+    assert search.fallback_
+    np.testing.assert_array_equal(search.cv_results_["resource_fraction"], 1.0)
+    assert len(search.cv_results_["params"]) == 5
+    # best is the incumbent by predicted full-data score
+    pred = np.asarray(search.cv_results_["predicted_full_score"], float)
+    assert search.best_index_ == int(np.nanargmax(pred))
+
+
+def test_parallel_slots_get_distinct_proposals(data):
+    X, y = data
+    search = FabolasSearchCV(
+        Synthetic(), SPACE, n_iter=8, n_initial_points=3, n_jobs=4, **SMALL
+    )
+    with parallel_backend("threading", n_jobs=4):
+        search.fit(X, y)
+    res = search.cv_results_
+    iters = np.asarray(res["iter"])
+    bo = iters[3:-1]
+    # 4 workers / 2 folds: two trials per BO iteration, never the same point
+    assert any(np.sum(bo == it) == 2 for it in np.unique(bo))
+    for it in np.unique(bo):
+        rows = np.flatnonzero(iters == it)
+        pts = {(res["params"][i]["a"], res["params"][i]["b"]) for i in rows}
+        fr = {res["resource_fraction"][i] for i in rows}
+        assert len(pts) == len(rows) or len(fr) == len(rows)
+
+
+def test_max_time_still_evaluates_incumbent_on_all_data(data):
+    X, y = data
+    search = FabolasSearchCV(
+        Synthetic(), SPACE, n_iter=1000, max_time=4.0, n_initial_points=3, **SMALL
+    ).fit(X, y)
+    res = search.cv_results_
+    assert len(res["params"]) < 1000
+    assert res["resource_fraction"][search.best_index_] == 1.0
+    assert search.best_params_ == search.incumbent_trajectory_[-1][1]
+
+
+# ----------------------------------------------------------------------
+# bad input
+# ----------------------------------------------------------------------
+class NeverFit(ClassifierMixin, BaseEstimator):
+    def __init__(self, a=0.5):
+        self.a = a
+
+    def fit(self, X, y):
+        raise AssertionError("fit must not be called on bad input")
+
+
+BAD_INPUTS = [
+    ({"initial_fractions": (0.0, 0.5)}, "initial_fractions"),
+    ({"initial_fractions": (0.5, 1.5)}, "initial_fractions"),
+    ({"initial_fractions": ()}, "initial_fractions"),
+    ({"initial_fractions": ("a",)}, "initial_fractions"),
+    ({"min_resources": 10_000}, "min_resources"),
+    ({"min_resources": 0}, "min_resources"),
+    ({"min_resources": "all"}, "min_resources"),
+    ({"n_representers": 1}, "n_representers"),
+    ({"n_hyper_samples": 0}, "n_hyper_samples"),
+    ({"n_initial_points": 0}, "n_initial_points"),
+    ({"overhead": -1.0}, "overhead"),
+    ({"overhead": "guess"}, "overhead"),
+    ({"n_iter": 0}, "n_iter"),
+]
+
+
+@pytest.mark.parametrize("kwargs, name", BAD_INPUTS)
+def test_bad_input_raises_before_any_fit(kwargs, name):
+    X = np.random.default_rng(0).normal(size=(400, 2))
+    y = np.arange(400) % 2
+    search = FabolasSearchCV(NeverFit(), {"a": Real(0.0, 1.0)}, cv=2, **kwargs)
+    with pytest.raises(ValueError, match=name):
+        search.fit(X, y)
