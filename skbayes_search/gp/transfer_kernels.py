@@ -1,0 +1,391 @@
+"""Kernels of the transfer-learning GP (Yogatama & Mann 2014).
+
+The transfer GP sees every observation as ``[x, dataset, group]``: the
+unit-cube hyperparameters ``x`` (``p`` columns), then a column holding the
+index of the dataset the observation comes from, then a 0/1 column that is 1
+for the current dataset and its nearest prior datasets (the "neighbour
+group"). The kernels here read those columns; they plug into
+:class:`~skbayes_search.gp.GaussianProcess` through the
+:class:`~skbayes_search.gp.kernels.Kernel` interface and compose with its
+:class:`~skbayes_search.gp.kernels.SumKernel` and
+:class:`~skbayes_search.gp.kernels.ProductKernel`.
+
+Two response-surface kernels are built from them:
+
+- :func:`sqe_kernel`: squared-exponential ARD on ``x`` for all pairs,
+  whatever their dataset (one common response surface);
+- :func:`mkl_kernel`: ``w0 * SE-ARD(x, x') * [same dataset] + w1 *
+  NN(x, x') * g g'``, where ``g`` is the neighbour-group flag and ``NN`` the
+  positive semi-definite variant of the paper's ``1 - ||x - x'||^2 / B``
+  described in :class:`NeighbourKernel`.
+
+Why the membership is ``g g'`` and not "either point in a neighbour dataset"
+----------------------------------------------------------------------------
+The paper applies the nearest-neighbour kernel when one point of the pair
+belongs to a neighbour dataset. As a matrix over datasets that relation is
+``1 - (1 - g)(1 - g)^T``, which is indefinite as soon as there are datasets
+in and out of the group, and ``1 - ||x - x'||^2 / B`` is itself indefinite
+(three collinear points already give a negative eigenvalue). Jitter would have
+to grow with the number of observations to hide that. Instead the second
+term uses the rank-one relation ``g g'`` (current dataset plus neighbours) and
+a PSD version of the distance kernel, so the combined kernel is PSD by the
+Schur product theorem and has a plain reading: every dataset ``d`` of the
+group is ``f_d = s + h_d`` with a shared surface ``s ~ GP(0, w1 NN)`` and its
+own deviation ``h_d ~ GP(0, w0 SE)``; a dataset outside the group is ``h_d``
+alone. Predictions for the current dataset therefore use the neighbours'
+observations (each neighbour counts equally, as in the paper) and ignore the
+other datasets, which still inform the shared hyperparameters (length scales,
+amplitude, noise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import cdist, pdist, squareform
+
+from .kernels import Kernel, ProductKernel, SumKernel, _as_2d
+
+__all__ = [
+    "DatasetKernel",
+    "NeighbourKernel",
+    "SquaredExponential",
+    "mkl_kernel",
+    "sqe_kernel",
+]
+
+
+def _check_dims(dims: Sequence[int] | None) -> list[int] | None:
+    if dims is None:
+        return None
+    dims = [int(d) for d in dims]
+    if not dims or min(dims) < 0:
+        raise ValueError(f"dims must be non-empty column indices, got {dims!r}.")
+    return dims
+
+
+class SquaredExponential(Kernel):
+    """Squared-exponential kernel with one length scale per column (ARD).
+
+    ``k(x, x') = exp(-r^2 / 2)`` with ``r^2 = sum_d (x_d - x'_d)^2 / l_d^2``
+    over the columns ``dims``. The hyperparameters are ``log l_d`` with a flat
+    prior on ``log_length_bounds`` (inputs live in the unit cube). The signal
+    amplitude is the GP's own hyperparameter, as for every kernel here.
+
+    Parameters
+    ----------
+    dims : sequence of int or None, default=None
+        Columns of ``X`` the kernel looks at; all columns when None (their
+        number is fixed by :meth:`set_n_dims` or at the first call).
+    log_length_bounds : (float, float), default=(log 0.01, log 10)
+        Bounds of every log length scale.
+    n_dims : int or None, default=None
+        Number of input columns when ``dims`` is None.
+    """
+
+    def __init__(
+        self,
+        dims: Sequence[int] | None = None,
+        *,
+        log_length_bounds: tuple[float, float] = (np.log(0.01), np.log(10.0)),
+        n_dims: int | None = None,
+    ):
+        self.dims = _check_dims(dims)
+        self.log_length_bounds = (
+            float(log_length_bounds[0]),
+            float(log_length_bounds[1]),
+        )
+        if not self.log_length_bounds[0] < self.log_length_bounds[1]:
+            raise ValueError("log_length_bounds must be (low, high) with low < high.")
+        self.n_dims = n_dims if self.dims is None else len(self.dims)
+
+    def __repr__(self) -> str:
+        return f"SquaredExponential(dims={self.dims}, n_dims={self.n_dims})"
+
+    def set_n_dims(self, n_dims: int) -> SquaredExponential:
+        """Fix (or check) the input width; returns self."""
+        if self.dims is not None:
+            if n_dims < max(self.dims) + 1:
+                raise ValueError(
+                    f"SquaredExponential uses column {max(self.dims)} but X has "
+                    f"{n_dims}."
+                )
+            return self
+        if self.n_dims is not None and self.n_dims != int(n_dims):
+            raise ValueError(
+                f"SquaredExponential was set up for {self.n_dims} columns, got "
+                f"{n_dims}."
+            )
+        self.n_dims = int(n_dims)
+        return self
+
+    @property
+    def n_params(self) -> int:
+        if self.n_dims is None:
+            raise ValueError(
+                "SquaredExponential(dims=None) does not know the input width yet; "
+                "call set_n_dims(n_dims) first."
+            )
+        return self.n_dims
+
+    @property
+    def bounds(self) -> list[tuple[float, float]]:
+        return [self.log_length_bounds] * self.n_params
+
+    def initial_theta(self) -> np.ndarray:
+        lo, hi = self.log_length_bounds
+        return np.full(self.n_params, np.clip(np.log(0.5), lo, hi))
+
+    def log_prior(self, theta: np.ndarray) -> float:
+        lo, hi = self.log_length_bounds
+        theta = np.asarray(theta, dtype=float)
+        return 0.0 if theta.min() >= lo and theta.max() <= hi else -np.inf
+
+    def log_prior_grad(self, theta: np.ndarray) -> np.ndarray:
+        return np.zeros(np.size(theta))
+
+    def _cols(self, X: np.ndarray) -> np.ndarray:
+        if self.dims is None:
+            if self.n_dims is None:
+                self.n_dims = X.shape[1]
+            elif X.shape[1] != self.n_dims:
+                raise ValueError(
+                    f"SquaredExponential expects {self.n_dims} columns, got "
+                    f"{X.shape[1]}."
+                )
+            return X
+        return X[:, self.dims]
+
+    def precompute(self, X1: Any, X2: Any = None) -> Any:
+        A = self._cols(_as_2d(X1))
+        return (A, None if X2 is None else self._cols(_as_2d(X2)))
+
+    def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+        A, B = pre
+        inv_l = np.exp(-np.asarray(theta, dtype=float))
+        As = A * inv_l
+        if B is None:
+            if As.shape[0] < 2:
+                return np.ones((As.shape[0], As.shape[0]))
+            # pdist works on differences (no cancellation for close points)
+            # and gives an exactly symmetric matrix with a unit diagonal
+            K = squareform(np.exp(-0.5 * pdist(As, "sqeuclidean")))
+            np.fill_diagonal(K, 1.0)
+            return K
+        return np.exp(-0.5 * cdist(As, B * inv_l, "sqeuclidean"))
+
+    def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
+        return np.ones(_as_2d(X).shape[0])
+
+    def gradient(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+        # d k / d log l_d = k * (x_d - x'_d)^2 / l_d^2
+        A, B = pre
+        K = self.evaluate(theta, pre)
+        B = A if B is None else B
+        inv_l = np.exp(-np.asarray(theta, dtype=float))
+        As, Bs = A * inv_l, B * inv_l
+        out = np.empty((As.shape[1], As.shape[0], Bs.shape[0]))
+        for d in range(As.shape[1]):
+            diff = As[:, d, None] - Bs[None, :, d]
+            np.multiply(diff, diff, out=out[d])
+            out[d] *= K
+        return out
+
+
+class NeighbourKernel(Kernel):
+    """Positive semi-definite version of the paper's ``1 - ||x - x'||^2 / B``.
+
+    Yogatama & Mann's nearest-neighbour kernel is ``1 - ||x - x'||^2 / B``
+    with ``B`` a bound on ``||x||^2``; here ``B`` defaults to ``p``, the number
+    of columns looked at, which bounds the squared norm of unit-cube inputs
+    (the kernel then stays in ``[0, 1]`` on the cube). As written it is not
+    positive semi-definite (points 0, 1/2, 1 on a line give a negative
+    eigenvalue). With ``z = x - 1/2`` and ``a(x) = ||z||^2 / B`` this class uses
+
+    ``k(x, x') = (1 - a(x)) (1 - a(x')) + 2 z . z' / B
+    = 1 - ||x - x'||^2 / B + a(x) a(x')``,
+
+    a rank-one PSD term plus a linear kernel, so PSD for any ``B > 0``. It is
+    the paper's kernel plus ``a(x) a(x')``, which on the unit cube with
+    ``B = p`` is at most ``1/16`` (opposite corners) and ``1/144`` on average:
+    the same similarity (one at equal inputs, falling linearly with the
+    squared distance) and the same function class (isotropic quadratics, so
+    the transferred surface can peak inside the space). The kernel has no
+    hyperparameters, as in the paper.
+
+    Parameters
+    ----------
+    dims : sequence of int
+        Columns of ``X`` holding the unit-cube hyperparameters.
+    bound : float, default=None
+        ``B``; ``len(dims)`` when None.
+    """
+
+    def __init__(self, dims: Sequence[int], bound: float | None = None):
+        self.dims = _check_dims(dims)
+        if self.dims is None:
+            raise ValueError("NeighbourKernel needs the hyperparameter columns.")
+        self.bound = float(len(self.dims) if bound is None else bound)
+        if not (np.isfinite(self.bound) and self.bound > 0):
+            raise ValueError(f"bound must be a positive number, got {bound!r}.")
+
+    def __repr__(self) -> str:
+        return f"NeighbourKernel(dims={self.dims}, bound={self.bound:g})"
+
+    @property
+    def n_params(self) -> int:
+        return 0
+
+    @property
+    def bounds(self) -> list[tuple[float, float]]:
+        return []
+
+    def set_n_dims(self, n_dims: int) -> NeighbourKernel:
+        if n_dims < max(self.dims) + 1:
+            raise ValueError(
+                f"NeighbourKernel uses column {max(self.dims)} but X has {n_dims}."
+            )
+        return self
+
+    def features(self, X: Any) -> np.ndarray:
+        """Feature map ``phi`` with ``k(x, x') = phi(x) . phi(x')``, shape (n, p+1)."""
+        Z = _as_2d(X)[:, self.dims] - 0.5
+        a = np.einsum("ij,ij->i", Z, Z) / self.bound
+        return np.column_stack([1.0 - a, np.sqrt(2.0 / self.bound) * Z])
+
+    def precompute(self, X1: Any, X2: Any = None) -> Any:
+        # no hyperparameters: the whole matrix is theta-independent
+        F1 = self.features(X1)
+        if X2 is None:
+            K = F1 @ F1.T
+            return 0.5 * (K + K.T)
+        return F1 @ self.features(X2).T
+
+    def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+        return pre
+
+    def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
+        F = self.features(X)
+        return np.einsum("ij,ij->i", F, F)
+
+    def gradient(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+        return np.empty((0, *pre.shape))
+
+
+class DatasetKernel(Kernel):
+    """A fixed weight times a relation between the datasets of two points.
+
+    ``relation="same"``: ``weight * [c(x) == c(x')]`` on column ``column``
+    (the dataset index), i.e. a block-diagonal matrix of ones per dataset.
+    ``relation="product"``: ``weight * c(x) c(x')`` (with 0/1 group flags,
+    one exactly when both points are in the group). Both are PSD; neither
+    has hyperparameters. Multiplied with a kernel on ``x`` they restrict it
+    to pairs in that relation.
+
+    Parameters
+    ----------
+    column : int
+        Column of ``X`` read.
+    relation : {"same", "product"}, default="same"
+    weight : float, default=1.0
+        Non-negative multiplier (a kernel weight of the MKL combination).
+    """
+
+    def __init__(self, column: int, relation: str = "same", weight: float = 1.0):
+        if relation not in ("same", "product"):
+            raise ValueError(f"relation must be 'same' or 'product', got {relation!r}.")
+        weight = float(weight)
+        if not (np.isfinite(weight) and weight >= 0):
+            raise ValueError(f"weight must be a non-negative number, got {weight!r}.")
+        self.column = int(column)
+        self.relation = relation
+        self.weight = weight
+
+    def __repr__(self) -> str:
+        return (
+            f"DatasetKernel(column={self.column}, relation={self.relation!r}, "
+            f"weight={self.weight:g})"
+        )
+
+    @property
+    def n_params(self) -> int:
+        return 0
+
+    @property
+    def bounds(self) -> list[tuple[float, float]]:
+        return []
+
+    def set_n_dims(self, n_dims: int) -> DatasetKernel:
+        if n_dims < self.column + 1:
+            raise ValueError(
+                f"DatasetKernel reads column {self.column} but X has {n_dims}."
+            )
+        return self
+
+    def precompute(self, X1: Any, X2: Any = None) -> Any:
+        c1 = _as_2d(X1)[:, self.column]
+        c2 = c1 if X2 is None else _as_2d(X2)[:, self.column]
+        if self.relation == "same":
+            M = (c1[:, None] == c2[None, :]).astype(float)
+        else:
+            M = np.outer(c1, c2)
+        return self.weight * M
+
+    def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+        return pre
+
+    def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
+        c = _as_2d(X)[:, self.column]
+        return self.weight * (np.ones_like(c) if self.relation == "same" else c * c)
+
+    def gradient(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+        return np.empty((0, *pre.shape))
+
+
+def sqe_kernel(n_hyper: int) -> Kernel:
+    """SE-ARD over the ``n_hyper`` hyperparameter columns, for all pairs.
+
+    Parameters
+    ----------
+    n_hyper : int
+        Number of unit-cube hyperparameter columns (the first ones of ``X``).
+
+    Returns
+    -------
+    Kernel
+    """
+    return SquaredExponential(dims=range(int(n_hyper)))
+
+
+def mkl_kernel(n_hyper: int, weights: Sequence[float] = (0.3, 0.7)) -> Kernel:
+    """The multiple-kernel combination of Yogatama & Mann (2014), made PSD.
+
+    ``k = w0 * SE-ARD(x, x') * [d == d'] + w1 * NN(x, x') * g g'`` on inputs
+    ``[x (n_hyper columns), d (dataset index), g (neighbour-group flag)]``;
+    ``NN`` is :class:`NeighbourKernel` (see the module docstring for why this
+    form).
+
+    Parameters
+    ----------
+    n_hyper : int
+        Number of unit-cube hyperparameter columns.
+    weights : (float, float), default=(0.3, 0.7)
+        ``(w0, w1)``.
+
+    Returns
+    -------
+    Kernel
+        Its hyperparameters are the SE log length scales.
+    """
+    n_hyper = int(n_hyper)
+    hyper = range(n_hyper)
+    w0, w1 = (float(w) for w in weights)
+    same = ProductKernel(
+        SquaredExponential(dims=hyper), DatasetKernel(n_hyper, "same", w0)
+    )
+    shared = ProductKernel(
+        NeighbourKernel(dims=hyper), DatasetKernel(n_hyper + 1, "product", w1)
+    )
+    return SumKernel(same, shared)

@@ -1,0 +1,684 @@
+"""TransferBayesSearchCV: per-dataset response surface, transfer kernels, warm start."""
+
+import glob
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import pytest
+from joblib import parallel_backend
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.linear_model import Ridge
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from threadpoolctl import threadpool_limits
+
+from skbayes_search import BayesSearchCV, Categorical, Real, TrialStore
+from skbayes_search.gp import GaussianProcess
+from skbayes_search.gp.transfer_kernels import (
+    DatasetKernel,
+    NeighbourKernel,
+    SquaredExponential,
+    mkl_kernel,
+    sqe_kernel,
+)
+from skbayes_search.space import SearchSpace
+from skbayes_search.strategies.transfer import (
+    PriorDataset,
+    ResponseSurface,
+    TransferBayesSearchCV,
+    replace_coordinates,
+    standardise,
+)
+
+# ---------------------------------------------------------------------------
+# scikit-learn compatibility
+# ---------------------------------------------------------------------------
+EXPECTED_FAILED_CHECKS = {
+    "check_supervised_y_2d": "DataConversionWarning not caught",
+    "check_requires_y_none": "Doesn't fail gracefully",
+}
+
+# parametrize_with_checks builds its instances at collection time, before any
+# pytest fixture exists, so they name a placeholder store in the temporary
+# directory (a fixed name keeps the test ids stable, e.g. for pytest-xdist).
+# It is never written: each check runs on a clone with a fresh store of its
+# own under tmp_path, so that no check sees the runs of another.
+_CHECKS_STORE = os.path.join(tempfile.gettempdir(), "skbayes-transfer-checks.sqlite")
+
+
+def _check_instances():
+    # Every fit of a check adds a finished run to the store, and the next fit
+    # of the check transfers from it. Checks that fit twice and compare
+    # predictions (check_fit_idempotent,
+    # check_regressors_int, check_*_data_not_an_array, ...) can therefore
+    # only pass where the store cannot change the selected model: the spaces
+    # below are finite and n_iter covers them, so every fit evaluates every
+    # configuration and picks the same best one, whatever order transfer
+    # proposes them in. Transfer itself still runs (the first trial of each
+    # fit after the first is the best point predicted from the earlier runs).
+    common = dict(cv=2, error_score="raise", random_state=0)
+    return [
+        TransferBayesSearchCV(
+            Ridge(),
+            {"alpha": [0.1, 1.0]},
+            store=_CHECKS_STORE,
+            n_iter=2,
+            **common,
+        ),
+        TransferBayesSearchCV(
+            KNeighborsClassifier(),
+            {"n_neighbors": [1, 3]},
+            store=_CHECKS_STORE,
+            kernel="sqe",
+            n_iter=2,
+            **common,
+        ),
+    ]
+
+
+@parametrize_with_checks(
+    _check_instances(), expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS
+)
+def test_sklearn_compatible(estimator, check, tmp_path):
+    estimator = clone(estimator).set_params(store=str(tmp_path / "store.sqlite"))
+    with threadpool_limits(1):
+        check(estimator)
+
+
+# ---------------------------------------------------------------------------
+# A family of near-identical synthetic tasks
+# ---------------------------------------------------------------------------
+SPACE = {"a": Real(1e-2, 1e2, prior="log-uniform"), "b": Real(0.0, 1.0)}
+
+
+class Bowl(RegressorMixin, BaseEstimator):
+    """Scores a known function of ``(a, b)``; the task is read from the data.
+
+    Row 0 of ``X`` holds the task: the optimum ``(ca, cb)`` in unit-cube
+    coordinates, the score level and the score scale. Fitting does nothing,
+    so a trial costs microseconds.
+    """
+
+    def __init__(self, a=1.0, b=0.5):
+        self.a = a
+        self.b = b
+
+    def fit(self, X, y=None):
+        self.n_fits_ = 1
+        return self
+
+    def score(self, X, y=None):
+        ca, cb, level, scale = X[0, :4]
+        ua = (np.log10(self.a) + 2.0) / 4.0
+        return level - scale * ((ua - ca) ** 2 + (self.b - cb) ** 2)
+
+
+def _task(rng, n_samples, center=(0.2, 0.8)):
+    """Data of one task: the optimum shifted slightly, level and scale varied."""
+    shift = rng.uniform(-0.03, 0.03, size=2)
+    row = [
+        center[0] + shift[0],
+        center[1] + shift[1],
+        rng.uniform(0.3, 0.9),
+        rng.uniform(0.5, 3.0),
+    ]
+    X = np.tile(row, (n_samples, 1))
+    return X, np.zeros(n_samples), row
+
+
+def _regret(scores, row):
+    return row[2] - np.max(scores)
+
+
+def _copy_store(src, dst_dir):
+    """Copy a closed store file (and any WAL side files)."""
+    for path in glob.glob(src + "*"):
+        shutil.copy(path, os.path.join(dst_dir, os.path.basename(path)))
+    return os.path.join(dst_dir, os.path.basename(src))
+
+
+N_PRIOR = 6
+
+
+@pytest.fixture(scope="module")
+def prior_store(tmp_path_factory):
+    """A store with 6 finished runs on near-identical tasks (the stream)."""
+    path = str(tmp_path_factory.mktemp("prior") / "runs.sqlite")
+    rng = np.random.default_rng(123)
+    with threadpool_limits(1):
+        for i in range(N_PRIOR):
+            X, y, _ = _task(rng, 40 + 5 * i)
+            TransferBayesSearchCV(
+                Bowl(), SPACE, store=path, n_iter=8, cv=2, random_state=i
+            ).fit(X, y)
+    TrialStore(path).close()
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Response surface
+# ---------------------------------------------------------------------------
+def test_standardise_matches_the_paper_estimates():
+    losses = np.array([0.3, 0.1, 0.5, 0.2])
+    y, mean, std = standardise(losses)
+    assert mean == pytest.approx(0.275)
+    # maximum-likelihood (1/t) standard deviation
+    assert std == pytest.approx(np.sqrt(np.mean((losses - 0.275) ** 2)))
+    np.testing.assert_allclose(y, (losses - mean) / std)
+    # one trial, or equal values: zero responses, no division by zero
+    y, mean, std = standardise(np.array([0.4]))
+    assert y.tolist() == [0.0] and std == 1.0
+    y, _, _ = standardise(np.array([0.4, 0.4, 0.4]))
+    assert y.tolist() == [0.0, 0.0, 0.0]
+
+
+def _prior(run_id, X, losses):
+    return PriorDataset(
+        run_id=run_id,
+        name=f"run{run_id}",
+        meta={},
+        features=np.zeros(3),
+        X=X,
+        losses=losses,
+    )
+
+
+def test_current_responses_are_restandardised_every_iteration():
+    rng = np.random.default_rng(0)
+    # two prior datasets on very different scales
+    p1 = _prior(1, rng.uniform(size=(5, 2)), 100.0 + 10.0 * rng.normal(size=5))
+    p2 = _prior(2, rng.uniform(size=(4, 2)), 0.01 * rng.normal(size=4))
+    surface = ResponseSurface([p1, p2], neighbours=[1], n_dims=2)
+    y1, _, _ = standardise(p1.losses)
+    y2, _, _ = standardise(p2.losses)
+    np.testing.assert_allclose(surface.y_prior, np.concatenate([y1, y2]))
+    # dataset index and neighbour flag columns
+    np.testing.assert_array_equal(surface.X_prior[:, 2], [1] * 5 + [2] * 4)
+    np.testing.assert_array_equal(surface.X_prior[:, 3], [0] * 5 + [1] * 4)
+
+    X_cur = rng.uniform(size=(6, 2))
+    losses = np.array([5.0, 1.0, 3.0, -2.0, 8.0, 0.5])
+    previous = None
+    for t in range(1, 7):
+        X, y, mean, std = surface.training_set(X_cur[:t], losses[:t])
+        # the prior part is untouched, the current part replaced as a whole
+        np.testing.assert_array_equal(y[:9], surface.y_prior)
+        assert mean == pytest.approx(losses[:t].mean())
+        assert std == pytest.approx(losses[:t].std() if t > 1 else 1.0)
+        np.testing.assert_allclose(y[9:], (losses[:t] - mean) / std)
+        np.testing.assert_array_equal(X[9:, :2], X_cur[:t])
+        np.testing.assert_array_equal(X[9:, 2:], np.tile([0.0, 1.0], (t, 1)))
+        if previous is not None and t > 2:
+            # earlier responses changed because the estimates changed
+            assert not np.allclose(y[9 : 9 + t - 1], previous)
+        previous = y[9:]
+        assert np.mean(y[9:]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_search_records_running_estimates_and_feeds_them_to_the_gp(
+    prior_store, tmp_path
+):
+    store = _copy_store(prior_store, str(tmp_path))
+    X, y, _ = _task(np.random.default_rng(7), 50)
+    with threadpool_limits(1):
+        search = TransferBayesSearchCV(
+            Bowl(), SPACE, store=store, n_iter=5, cv=2, random_state=0
+        ).fit(X, y)
+    res = search.cv_results_
+    scores = res["mean_test_score"]
+    assert np.isnan(res["dataset_score_mean"][0])
+    for t in range(1, 5):
+        # the estimates used for proposal t are those of trials 0..t-1
+        assert res["dataset_score_mean"][t] == pytest.approx(scores[:t].mean())
+        expected_std = scores[:t].std() if t > 1 else 1.0
+        assert res["dataset_score_std"][t] == pytest.approx(expected_std)
+    # the last GP fit saw the current dataset's responses standardised with
+    # the estimates of the first 4 trials, after all prior responses
+    gp_y = search._surrogate.y_
+    expected, _, _ = standardise(-scores[:4])
+    np.testing.assert_allclose(gp_y[-4:], expected)
+    np.testing.assert_allclose(gp_y[:-4], search._surface.y_prior)
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------
+def _small_case():
+    # current dataset (0, in the group), one neighbour (1, in the group), one
+    # dataset outside the group (2); collinear points make the paper's
+    # distance kernel indefinite
+    x = np.array(
+        [
+            [0.0, 0.0],
+            [0.5, 0.5],
+            [1.0, 1.0],
+            [0.2, 0.9],
+            [0.0, 0.0],
+            [0.5, 0.5],
+            [1.0, 1.0],
+            [0.7, 0.1],
+            [0.3, 0.3],
+            [0.9, 0.2],
+        ]
+    )
+    dataset = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2], dtype=float)
+    group = np.array([1, 1, 1, 1, 1, 1, 1, 1, 0, 0], dtype=float)
+    return x, dataset, group, np.column_stack([x, dataset, group])
+
+
+def test_mkl_kernel_equals_its_definition_and_is_psd():
+    x, dataset, group, X = _small_case()
+    w0, w1 = 0.3, 0.7
+    lengths = np.array([0.4, 1.5])
+    kernel = mkl_kernel(2, (w0, w1))
+    K = kernel(np.log(lengths), X)
+    n, B = len(X), 2.0
+    expected = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            d2 = np.sum((x[i] - x[j]) ** 2)
+            se = np.exp(-0.5 * np.sum(((x[i] - x[j]) / lengths) ** 2))
+            a_i = np.sum((x[i] - 0.5) ** 2) / B
+            a_j = np.sum((x[j] - 0.5) ** 2) / B
+            nn = 1.0 - d2 / B + a_i * a_j
+            same = dataset[i] == dataset[j]
+            both = group[i] == 1 and group[j] == 1
+            expected[i, j] = w0 * se * same + w1 * nn * both
+    np.testing.assert_allclose(K, expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(K, K.T)
+    assert np.linalg.eigvalsh(K).min() > -1e-12
+    np.testing.assert_allclose(kernel.diag(np.log(lengths), X), np.diag(K))
+
+    # The kernel as the paper writes it (1 - d^2/B on pairs involving a
+    # neighbour dataset) is indefinite on this very case: the fix is needed.
+    literal = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            d2 = np.sum((x[i] - x[j]) ** 2)
+            se = np.exp(-0.5 * np.sum(((x[i] - x[j]) / lengths) ** 2))
+            involves = dataset[i] == 1 or dataset[j] == 1
+            literal[i, j] = (
+                w0 * se * (dataset[i] == dataset[j]) + w1 * (1.0 - d2 / B) * involves
+            )
+    assert np.linalg.eigvalsh(literal).min() < -1e-3
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_transfer_kernels_are_psd_on_random_inputs(seed):
+    rng = np.random.default_rng(seed)
+    p = int(rng.integers(1, 5))
+    n = 60
+    X = np.column_stack(
+        [rng.uniform(size=(n, p)), rng.integers(0, 6, n), rng.integers(0, 2, n)]
+    )
+    for kernel in (mkl_kernel(p, (0.5, 0.5)), sqe_kernel(p)):
+        theta = rng.uniform(np.log(0.05), np.log(3.0), size=kernel.n_params)
+        K = kernel(theta, X)
+        assert np.linalg.eigvalsh(K).min() > -1e-10
+        # a GP factorises it without jitter
+        gp = GaussianProcess(kernel).fit(
+            X, rng.normal(size=n), np.r_[0.0, 0.0, np.log(1e-4), theta]
+        )
+        assert gp.jitter_ == 0.0
+    # the neighbour kernel alone: PSD where the paper's form is not
+    nk = NeighbourKernel(range(p))
+    Kn = nk(np.empty(0), X)
+    assert np.linalg.eigvalsh(Kn).min() > -1e-10
+    x = X[:, :p]
+    d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    a = ((x - 0.5) ** 2).sum(1) / p
+    np.testing.assert_allclose(Kn, 1.0 - d2 / p + np.outer(a, a), atol=1e-12)
+    # the correction is small on the unit cube
+    assert np.outer(a, a).max() <= 1.0 / 16.0 + 1e-12
+
+
+def test_kernel_gradients_match_finite_differences():
+    rng = np.random.default_rng(1)
+    X = np.column_stack(
+        [rng.uniform(size=(12, 3)), rng.integers(0, 3, 12), rng.integers(0, 2, 12)]
+    )
+    X2 = X[:5] + 0.01
+    for kernel in (mkl_kernel(3), sqe_kernel(3), SquaredExponential()):
+        kernel.set_n_dims(X.shape[1])
+        theta = rng.uniform(-1.5, 0.5, size=kernel.n_params)
+        for pre in (kernel.precompute(X), kernel.precompute(X, X2)):
+            g = kernel.gradient(theta, pre)
+            h = 1e-6
+            for k in range(theta.size):
+                tp, tm = theta.copy(), theta.copy()
+                tp[k] += h
+                tm[k] -= h
+                fd = (kernel.evaluate(tp, pre) - kernel.evaluate(tm, pre)) / (2 * h)
+                np.testing.assert_allclose(g[k], fd, atol=1e-7)
+
+
+def test_dataset_kernel_relations():
+    X = np.array([[0.1, 0, 1], [0.2, 1, 1], [0.3, 1, 0]])
+    same = DatasetKernel(1, "same", 0.5)(np.empty(0), X)
+    np.testing.assert_array_equal(
+        same, 0.5 * np.array([[1, 0, 0], [0, 1, 1], [0, 1, 1]])
+    )
+    both = DatasetKernel(2, "product", 2.0)(np.empty(0), X)
+    np.testing.assert_array_equal(
+        both, 2.0 * np.array([[1, 1, 0], [1, 1, 0], [0, 0, 0]])
+    )
+    with pytest.raises(ValueError, match="relation"):
+        DatasetKernel(1, "either")
+    with pytest.raises(ValueError, match="weight"):
+        DatasetKernel(1, "same", -1.0)
+
+
+def test_mkl_predictions_use_neighbours_only():
+    """Non-neighbour datasets inform hyperparameters, not the current surface."""
+    _, dataset, _, X = _small_case()
+    keep = dataset > 0  # prior data only
+    Xp = X[keep]
+    kernel = mkl_kernel(2)
+    theta = np.r_[0.0, 0.0, np.log(1e-3), np.log([0.3, 0.3])]
+    y = np.linspace(-1.0, 1.0, keep.sum())
+    y_other = y.copy()
+    y_other[Xp[:, 2] == 2] += 5.0  # change the outside dataset only
+    query = np.column_stack(
+        [np.random.default_rng(0).uniform(size=(7, 2)), np.zeros(7), np.ones(7)]
+    )
+    m1, _ = GaussianProcess(kernel).fit(Xp, y, theta).predict(query)
+    m2, _ = GaussianProcess(kernel).fit(Xp, y_other, theta).predict(query)
+    np.testing.assert_allclose(m1, m2, atol=1e-10)
+    y_nb = y.copy()
+    y_nb[Xp[:, 2] == 1] += 1.0  # changing the neighbour moves the prediction
+    m3, _ = GaussianProcess(kernel).fit(Xp, y_nb, theta).predict(query)
+    assert np.abs(m3 - m1).max() > 1e-2
+
+
+# ---------------------------------------------------------------------------
+# Proposals
+# ---------------------------------------------------------------------------
+def test_random_replacement_per_parameter():
+    space = SearchSpace(
+        {"a": Real(0.0, 1.0), "b": Real(1e-2, 1e2, "log-uniform"), "c": ["x", "y", "z"]}
+    )
+    rng = np.random.default_rng(0)
+    x = space.to_unit([{"a": 0.5, "b": 1.0, "c": "y"}])[0]
+    assert replace_coordinates(space, x, rng, 0.0) == (x, 0)
+    counts = []
+    for _ in range(400):
+        new, n = replace_coordinates(space, x, rng, 0.25)
+        params = space.from_unit(new[None, :])[0]
+        changed = (params["a"] != 0.5) + (params["b"] != 1.0)
+        # a categorical redraw may land on the same category
+        assert changed <= n <= changed + 1
+        np.testing.assert_array_equal(new, space.snap(new[None, :])[0])
+        counts.append(n)
+    assert np.mean(counts) / 3 == pytest.approx(0.25, abs=0.05)
+    new, n = replace_coordinates(space, x, rng, 1.0)
+    assert n == 3
+
+
+def test_first_trial_is_the_default_point_without_history(tmp_path):
+    X, y, _ = _task(np.random.default_rng(0), 30)
+    search = TransferBayesSearchCV(
+        Bowl(), SPACE, store=str(tmp_path / "s.sqlite"), n_iter=3, cv=2, random_state=0
+    ).fit(X, y)
+    first = search.cv_results_["params"][0]
+    assert first["a"] == pytest.approx(1.0) and first["b"] == pytest.approx(0.5)
+    assert search.transfer_runs_ == []
+    # the run is in the store, finished, ready for the next dataset
+    store = TrialStore(tmp_path / "s.sqlite")
+    (run,) = store.runs(finished=True)
+    assert run["name"] == search.run_name_
+    assert run["n_trials"] == 3
+
+
+@pytest.mark.parametrize("kernel", ["mkl", "sqe"])
+def test_transfer_beats_an_independent_gp_on_the_first_trials(
+    prior_store, tmp_path, kernel
+):
+    n_first = 3
+    regrets = {"transfer": [], "independent": []}
+    for seed in range(3):
+        X, y, row = _task(np.random.default_rng(1000 + seed), 47)
+        seed_dir = tmp_path / f"{kernel}{seed}"
+        seed_dir.mkdir()
+        store = _copy_store(prior_store, str(seed_dir))
+        with threadpool_limits(1):
+            transfer = TransferBayesSearchCV(
+                Bowl(),
+                SPACE,
+                store=store,
+                kernel=kernel,
+                n_iter=n_first,
+                cv=2,
+                random_state=seed,
+            ).fit(X, y)
+            # the paper's independent GP: the same model with no history
+            independent = TransferBayesSearchCV(
+                Bowl(),
+                SPACE,
+                store=str(seed_dir / "empty.sqlite"),
+                kernel=kernel,
+                n_iter=n_first,
+                cv=2,
+                random_state=seed,
+            ).fit(X, y)
+        assert len(transfer.transfer_runs_) == N_PRIOR
+        regrets["transfer"].append(
+            _regret(transfer.cv_results_["mean_test_score"], row)
+        )
+        regrets["independent"].append(
+            _regret(independent.cv_results_["mean_test_score"], row)
+        )
+    transfer, independent = (np.array(regrets[k]) for k in ("transfer", "independent"))
+    # wide margin: transfer's best-of-3 regret is a fraction of the GP's
+    assert transfer.mean() < 0.2 * independent.mean()
+    assert np.all(transfer < independent)
+
+
+def test_prior_runs_are_filtered_by_estimator_space_status_and_fraction(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    rng = np.random.default_rng(3)
+    X, y, _ = _task(rng, 30)
+    # same estimator and space, another strategy: used
+    BayesSearchCV(
+        Bowl(),
+        SPACE,
+        n_iter=3,
+        n_initial_points=3,
+        cv=2,
+        store=path,
+        random_state=0,
+        run_name="bayes",
+    ).fit(X, y)
+    # another space: not used
+    TransferBayesSearchCV(
+        Bowl(),
+        {"a": Real(1e-2, 1e2, prior="log-uniform"), "b": Real(0.0, 2.0)},
+        store=path,
+        n_iter=3,
+        cv=2,
+        random_state=0,
+        run_name="other-space",
+    ).fit(X, y)
+    store = TrialStore(path)
+    # unfinished run of the right kind: not used
+    bayes = store.run(store.run_id("bayes"))
+    unfinished = store.open_run(
+        "unfinished",
+        strategy="TransferBayesSearchCV",
+        estimator_class=bayes["estimator_class"],
+        space_signature=bayes["space_signature"],
+        meta={"n_samples": 30, "n_features": 4, "n_classes": None},
+    )
+    trial = store.trials(bayes["id"])[0]
+    for _ in range(3):
+        store.add_trial(
+            unfinished,
+            {
+                k: trial[k]
+                for k in (
+                    "params",
+                    "x",
+                    "fraction",
+                    "status",
+                    "scores",
+                    "fit_times",
+                    "score_times",
+                    "n_test_samples",
+                    "extras",
+                )
+            },
+        )
+    search = TransferBayesSearchCV(
+        Bowl(),
+        SPACE,
+        store=store,
+        n_iter=2,
+        cv=2,
+        random_state=0,
+        run_name="new",
+        dataset_name="task-3",
+    ).fit(X, y)
+    assert [r["name"] for r in search.transfer_runs_] == ["bayes"]
+    assert search.transfer_runs_[0]["n_trials"] == 3
+    assert list(search.cv_results_["dataset_name"]) == ["task-3", "task-3"]
+    # a later search sees the label of this run
+    later = TransferBayesSearchCV(
+        Bowl(),
+        SPACE,
+        store=store,
+        n_iter=1,
+        cv=2,
+        random_state=0,
+    ).fit(X, y)
+    assert [r["dataset_name"] for r in later.transfer_runs_] == [None, "task-3"]
+
+
+def test_neighbours_are_the_nearest_datasets_in_meta_feature_space(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    rng = np.random.default_rng(5)
+    for n in (20, 400, 60):
+        X, y, _ = _task(rng, n)
+        TransferBayesSearchCV(
+            Bowl(),
+            SPACE,
+            store=path,
+            n_iter=2,
+            cv=2,
+            random_state=0,
+            random_replacement=0.0,
+        ).fit(X, y)
+    X, y, _ = _task(rng, 50)
+    search = TransferBayesSearchCV(
+        Bowl(), SPACE, store=path, n_iter=2, cv=2, random_state=0, n_neighbors=2
+    ).fit(X, y)
+    runs = search.transfer_runs_
+    np.testing.assert_allclose(search.meta_features_, [np.log(50), np.log(4), 0.0])
+    np.testing.assert_allclose(
+        [r["distance"] for r in runs], np.abs(np.log([20, 400, 60]) - np.log(50))
+    )
+    assert [r["neighbor"] for r in runs] == [True, False, True]
+    flags = search._surface.X_prior[:, -1]
+    np.testing.assert_array_equal(flags, [1, 1, 0, 0, 1, 1])
+    # user-supplied meta-features move the current dataset
+    search.set_params(meta_features={"n_samples": 400}, n_iter=1).fit(X, y)
+    assert [r["neighbor"] for r in search.transfer_runs_][1]
+    search.set_params(meta_features=[np.log(20), np.log(4), 0.0]).fit(X, y)
+    assert search.transfer_runs_[0]["distance"] == pytest.approx(0.0)
+
+
+def test_resume_continues_the_run_without_transferring_from_itself(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    X, y, _ = _task(np.random.default_rng(9), 30)
+    first = TransferBayesSearchCV(
+        Bowl(), SPACE, store=path, n_iter=3, cv=2, random_state=0, run_name="r"
+    ).fit(X, y)
+    second = TransferBayesSearchCV(
+        Bowl(), SPACE, store=path, n_iter=5, cv=2, random_state=0, run_name="r"
+    ).fit(X, y)
+    assert second.transfer_runs_ == []
+    assert second.cv_results_["params"][:3] == first.cv_results_["params"]
+    assert len(second.cv_results_["params"]) == 5
+    store = TrialStore(path)
+    assert len(store.trials(store.run_id("r"))) == 5
+
+
+def test_batches_and_finite_spaces(tmp_path):
+    X, y, _ = _task(np.random.default_rng(2), 30)
+    space = {"a": Categorical([0.1, 1.0, 10.0]), "b": [0.2, 0.8]}
+    search = TransferBayesSearchCV(
+        Bowl(),
+        space,
+        store=str(tmp_path / "s.sqlite"),
+        n_iter=10,
+        cv=2,
+        random_state=0,
+        n_jobs=4,
+    )
+    # 4 workers over 2 folds: two trials per batch
+    with parallel_backend("threading"), pytest.warns(UserWarning, match="only 6"):
+        search.fit(X, y)
+    assert list(search.cv_results_["iter"]) == [0, 0, 1, 1, 2, 2]
+    params = search.cv_results_["params"]
+    # the space has 6 points: all evaluated once, then the search stops
+    assert len(params) == 6
+    assert len({(p["a"], p["b"]) for p in params}) == 6
+
+
+class Counted(RegressorMixin, BaseEstimator):
+    n_fits = 0
+
+    def __init__(self, a=1.0, b=0.5):
+        self.a = a
+        self.b = b
+
+    def fit(self, X, y=None):
+        type(self).n_fits += 1
+        return self
+
+    def score(self, X, y=None):
+        return 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(store=None), "needs a store"),
+        (dict(kernel_weights=(0.5, 0.6)), "summing to 1"),
+        (dict(kernel_weights=(1.2, -0.2)), "non-negative"),
+        (dict(kernel_weights=(1.0,)), "two"),
+        (dict(n_neighbors=0), "n_neighbors"),
+        (dict(random_replacement=1.5), "random_replacement"),
+        (dict(random_replacement=-0.1), "random_replacement"),
+        (dict(kernel="rbf"), "kernel"),
+        (dict(meta_features={"n_rows": 3}), "unknown keys"),
+        (dict(meta_features={"n_samples": 0}), "n_samples"),
+        (dict(meta_features=[1.0, 2.0]), "three features"),
+        (dict(store="MISSING"), "missing"),
+    ],
+)
+def test_bad_input_raises_before_any_fit(tmp_path, kwargs, match):
+    params = dict(store=str(tmp_path / "s.sqlite"), n_iter=2, cv=2)
+    params.update(kwargs)
+    if params["store"] == "MISSING":
+        params["store"] = str(tmp_path / "missing" / "s.sqlite")
+    Counted.n_fits = 0
+    X, y = np.zeros((10, 2)), np.zeros(10)
+    with pytest.raises(ValueError, match=match):
+        TransferBayesSearchCV(Counted(), SPACE, **params).fit(X, y)
+    assert Counted.n_fits == 0
+
+
+def test_reusing_a_run_name_with_another_space_is_an_error(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    X, y = np.zeros((10, 2)), np.zeros(10)
+    TransferBayesSearchCV(
+        Counted(), SPACE, store=path, run_name="r", n_iter=2, cv=2
+    ).fit(X, y)
+    Counted.n_fits = 0
+    other = {"a": Real(1e-2, 1e2, prior="log-uniform"), "b": Real(0.0, 2.0)}
+    with pytest.raises(ValueError, match="space"):
+        TransferBayesSearchCV(
+            Counted(), other, store=path, run_name="r", n_iter=2, cv=2
+        ).fit(X, y)
+    assert Counted.n_fits == 0
