@@ -415,6 +415,27 @@ def test_random_replacement_per_parameter():
     new, n = replace_coordinates(space, x, rng, 1.0)
     assert n == 3
 
+    # conditional space: the sub-space choice is one more coordinate
+    space = SearchSpace(
+        [
+            {"kind": ["rbf"], "C": Real(0.1, 10.0), "gamma": Real(0.1, 1.0)},
+            {"kind": ["poly"], "C": Real(0.1, 10.0), "degree": [2, 3]},
+        ]
+    )
+    x = space.to_unit([{"kind": "poly", "C": 1.0, "degree": 3}])[0]
+    kinds = []
+    for _ in range(200):
+        new, n = replace_coordinates(space, x, rng, 0.5)
+        params = space.from_unit(new[None, :])[0]
+        np.testing.assert_array_equal(new, space.to_unit([params])[0])
+        assert 0 <= n <= 4
+        kinds.append(params["kind"])
+        if params["kind"] == "poly" and n == 0:
+            assert params == {"kind": "poly", "C": 1.0, "degree": 3}
+    # rbf when the selector is redrawn onto it (0.5 * 0.5), or when "kind"
+    # is redrawn to "rbf", which only the rbf sub-space holds (0.5^3)
+    assert kinds.count("rbf") / 200 == pytest.approx(0.375, abs=0.1)
+
 
 def test_first_trial_is_the_default_point_without_history(tmp_path):
     X, y, _ = _task(np.random.default_rng(0), 30)

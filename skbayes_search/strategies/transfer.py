@@ -258,42 +258,35 @@ def replace_coordinates(
     A "coordinate" is one parameter (a categorical's one-hot columns move
     together); the draw is uniform over the parameter's range in the space's
     own scale (log scale for log-uniform priors). In a conditional space the
-    choice of sub-space is one more coordinate. The result is snapped.
+    choice of sub-space is one more coordinate: when it is replaced, the
+    parameters of the drawn sub-space are drawn too, except those it shares
+    with the proposal, which are replaced with ``probability`` like the
+    others. The result is snapped.
 
     Returns
     -------
     x : ndarray of shape (n_dims,)
     n_replaced : int
-        Number of coordinates replaced.
+        Number of coordinates replaced (the sub-space choice counts as one).
     """
     if probability <= 0.0:
         return x, 0
     proposal = space.from_unit(x[None, :])[0]
     draw = space.from_unit(space.sample(1, rng, "random"))[0]
-    n_replaced = 0
-    if space.is_conditional and rng.random() < probability:
-        # take the drawn sub-space; shared parameters may keep their value
-        n_replaced += 1
-        base, other, keep_other = draw, proposal, True
-    else:
-        base, other, keep_other = proposal, draw, False
-    params = {}
-    for name, value in base.items():
+    switch = bool(space.is_conditional and rng.random() < probability)
+    params = dict(draw) if switch else dict(proposal)
+    n_replaced = int(switch)
+    for name in params:
+        if name not in proposal or name not in draw:
+            continue
         replace = rng.random() < probability
-        if name not in other:
-            params[name] = value
-            n_replaced += int(keep_other)
-        elif keep_other:
-            params[name] = value if replace else other[name]
-            n_replaced += int(replace)
-        else:
-            params[name] = other[name] if replace else value
-            n_replaced += int(replace)
+        params[name] = draw[name] if replace else proposal[name]
+        n_replaced += int(replace)
     try:
         return space.to_unit([params])[0], n_replaced
     except ValueError:
-        # a kept value outside the drawn sub-space's range: take the draw
-        return space.to_unit([draw])[0], n_replaced + len(proposal)
+        # a kept value lies outside the drawn sub-space's range: all drawn
+        return space.to_unit([draw])[0], 1 + len(set(proposal) & set(draw))
 
 
 def _n_candidates(space: Any) -> int:
@@ -610,9 +603,15 @@ feature_names_in_
 
     def _init_search(self, ctx: SearchContext) -> None:
         store = as_store(self.store)
-        run_id = store.run_id(self.run_name_)
-        prior = load_prior_datasets(store, run_id, ctx.space.n_dims)
-        self.meta_features_ = self._current_meta_features(store.run(run_id)["meta"])
+        try:
+            run_id = store.run_id(self.run_name_)
+            prior = load_prior_datasets(store, run_id, ctx.space.n_dims)
+            stored_meta = store.run(run_id)["meta"]
+        finally:
+            if store is not self.store:
+                # our own read connection; the journal keeps its own
+                store.close()
+        self.meta_features_ = self._current_meta_features(stored_meta)
         distances = _distances(
             self.meta_features_,
             np.array([d.features for d in prior]).reshape(len(prior), 3),
