@@ -364,7 +364,8 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
                 "stage; a stage moves on to the next once every one has been "
                 "evaluated at its fraction.",
                 UserWarning,
-                stacklevel=4,
+                # user code -> fit -> base fit wrapper -> base fit -> here
+                stacklevel=5,
             )
 
     def _init_search(self, ctx: SearchContext) -> None:
