@@ -313,7 +313,8 @@ class BaseBayesSearchCV(BaseSearchCV):
         """The ask/tell loop: ask the strategy, evaluate, record, repeat."""
         ctx = self._ctx
         self._init_search(ctx)
-        while ctx.n_remaining() > 0 and ctx.time_left() > 0:
+        # The first batch runs whatever max_time says, so a result exists.
+        while ctx.n_remaining() > 0 and (ctx.time_left() > 0 or not ctx.trials):
             n_slots = min(self._n_points(ctx), ctx.n_remaining())
             trials = self._ask(ctx, n_slots)[: ctx.n_remaining()]
             if not trials:

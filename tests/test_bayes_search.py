@@ -370,6 +370,15 @@ def test_max_time_stops_the_search():
     assert 1 <= n < 500
 
 
+def test_a_result_exists_even_when_max_time_is_spent_at_once():
+    X, y = make_regression(n_samples=40, n_features=3, random_state=0)
+    search = BayesSearchCV(
+        Quadratic(), QUADRATIC_SPACE, n_iter=5, max_time=1e-9, cv=2, random_state=0
+    ).fit(X, y)
+    assert len(search.cv_results_["params"]) == 1
+    assert search.best_index_ == 0
+
+
 def test_batch_proposals_are_distinct():
     X, y = make_regression(n_samples=40, n_features=3, random_state=0)
     search = BayesSearchCV(
