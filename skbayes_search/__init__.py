@@ -8,13 +8,21 @@ hyperparameters in fewer fits.
 from .space import Categorical, Integer, Real
 from .storage import TrialStore
 from .strategies.bayes import BayesSearchCV
+from .strategies.fabolas import FabolasSearchCV
+from .strategies.multistage import MultiStageBayesSearchCV
+from .strategies.tradeoff import TradeoffBayesSearchCV
+from .strategies.transfer import TransferBayesSearchCV
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BayesSearchCV",
     "Categorical",
+    "FabolasSearchCV",
     "Integer",
+    "MultiStageBayesSearchCV",
     "Real",
+    "TradeoffBayesSearchCV",
+    "TransferBayesSearchCV",
     "TrialStore",
 ]

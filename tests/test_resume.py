@@ -123,7 +123,8 @@ SCRIPT = textwrap.dedent(
     import numpy as np
     from sklearn.base import BaseEstimator, RegressorMixin
 
-    from skbayes_search import BayesSearchCV, Real
+    import skbayes_search
+    from skbayes_search import Real
 
 
     class Slow(RegressorMixin, BaseEstimator):
@@ -139,10 +140,15 @@ SCRIPT = textwrap.dedent(
             return -((self.a - 0.3) ** 2) - (self.b - 0.6) ** 2
 
 
-    BayesSearchCV(
+    strategy = {
+        "BayesSearchCV": dict(n_iter=10),
+        "MultiStageBayesSearchCV": dict(stages=(0.5, 1.0), n_iter=(6, 4), top_k=2),
+    }
+    name = sys.argv[2]
+    getattr(skbayes_search, name)(
         Slow(),
         {"a": Real(0.0, 1.0), "b": Real(0.0, 1.0)},
-        n_iter=10,
+        **strategy[name],
         n_initial_points=3,
         cv=2,
         random_state=0,
@@ -154,11 +160,12 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_sigkill_then_restart_ends_with_exactly_n_iter_trials(tmp_path):
+@pytest.mark.parametrize("strategy", ["BayesSearchCV", "MultiStageBayesSearchCV"])
+def test_sigkill_then_restart_ends_with_exactly_n_iter_trials(tmp_path, strategy):
     script = tmp_path / "search.py"
     script.write_text(SCRIPT)
     path = tmp_path / "trials.sqlite"
-    cmd = [sys.executable, str(script), str(path)]
+    cmd = [sys.executable, str(script), str(path), strategy]
     # the child imports the same skbayes_search as this test, installed or not
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(skbayes_search.__file__))
@@ -185,6 +192,9 @@ def test_sigkill_then_restart_ends_with_exactly_n_iter_trials(tmp_path):
     trials = store.trials(run)
     assert len(trials) == 10
     assert [t["trial_index"] for t in trials] == list(range(10))
-    keys = {tuple(sorted(t["params"].items())) for t in trials}
+    # a configuration runs once per fraction: nothing was evaluated twice
+    keys = {(t["fraction"], *sorted(t["params"].items())) for t in trials}
     assert len(keys) == 10
+    if strategy == "MultiStageBayesSearchCV":
+        assert [t["fraction"] for t in trials] == [0.5] * 6 + [1.0] * 4
     assert store.run(run)["status"] == "finished"
