@@ -419,8 +419,9 @@ class TransferBayesSearchCV(BaseBayesSearchCV):
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
         scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
-        ``iter``, ``elapsed_time``, ``acquisition_value`` (log EI; nan for the
-        first trial), ``dataset_score_mean`` and ``dataset_score_std`` (the
+        ``iter``, ``elapsed_time``, ``acquisition_value`` (log EI at the
+        acquisition optimum, before random replacement; nan for the first
+        trial), ``dataset_score_mean`` and ``dataset_score_std`` (the
         current dataset's running estimates the proposal was made with; nan
         for the first trial), ``n_replaced`` (parameters replaced by uniform
         draws) and ``dataset_name`` when given.
