@@ -2,11 +2,12 @@
 
 import time
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.integrate import quad
+from scipy.stats import norm
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.datasets import load_iris, make_classification, make_regression
 from sklearn.exceptions import FitFailedWarning
@@ -25,7 +26,7 @@ from skbayes_search.space import Integer, Real
 from skbayes_search.strategies import tradeoff
 from skbayes_search.strategies.tradeoff import (
     TradeoffBayesSearchCV,
-    _expected_excess,
+    _log_normal_moments,
     _make_tradeoff_acquisition,
     _results_pareto_front,
     _scale_scores,
@@ -279,20 +280,20 @@ def test_sparse_input_refits_on_the_chosen_fraction(data):
     assert dense.best_estimator_.n_rows_ == best.n_rows_
 
 
-def test_time_reference_is_the_incumbents_time(data, monkeypatch):
-    # o* of eq. 3 is the measured time of the trial the selection rule
-    # (argmax L - alpha * o, "max" normalisation) would pick at proposal
-    # time, not the shortest time seen
+def test_reference_is_the_best_finished_tradeoff(data, monkeypatch):
+    # T* of EI_T is the best T_alpha = L - alpha * o of the finished trials at
+    # proposal time ("max" normalisation as of then; failed trials excluded),
+    # neither the best score nor the best score minus the fastest time
     X, y = data
     refs = []
     build = tradeoff._make_tradeoff_acquisition
 
     def spy(*args, **kwargs):
-        refs.append(kwargs["log_time_ref"])
+        refs.append(kwargs["tradeoff_best"])
         return build(*args, **kwargs)
 
     monkeypatch.setattr(tradeoff, "_make_tradeoff_acquisition", spy)
-    alpha = 0.01  # the most accurate trial wins; it is also the slowest
+    alpha = 0.5
     search = TradeoffBayesSearchCV(
         Sleepy(),
         {"c": Real(0.0, 1.0)},
@@ -309,17 +310,16 @@ def test_time_reference_is_the_incumbents_time(data, monkeypatch):
     r = search.cv_results_
     seconds, scores = r["mean_train_time"], r["mean_test_score"]
     assert len(refs) == 8 - 3
-    not_fastest = 0
+    not_best_score = 0
     for k, ref in zip(range(3, 8), refs):
         ok = np.isfinite(seconds[:k])
         o = seconds[:k] / np.nanmax(seconds[:k])
         T = np.where(ok, scores[:k] - alpha * o, -np.inf)
-        best = np.flatnonzero(T == T.max())
-        incumbent = best[np.argmin(seconds[:k][best])]
-        assert ref == pytest.approx(np.log(max(seconds[incumbent], 1e-4)), rel=1e-12)
-        not_fastest += seconds[incumbent] > np.nanmin(seconds[:k])
-    # the check above must have told the incumbent from the fastest trial
-    assert not_fastest >= 1
+        assert ref == pytest.approx(T.max(), rel=1e-12, abs=1e-15)
+        assert ref < np.max(scores[:k][ok])
+        # the incumbent is not always the most accurate trial
+        not_best_score += np.argmax(T) != np.argmax(np.where(ok, scores[:k], -1))
+    assert not_best_score >= 1
 
 
 def test_fixed_time_normalization():
@@ -496,7 +496,7 @@ def test_tradeoff_curve_rejects_bad_alphas(iris_search):
 
 
 # ----------------------------------------------------------------------------
-# The acquisition
+# The acquisition: expected improvement of T = L - alpha * o
 # ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def surrogates():
@@ -513,14 +513,18 @@ def surrogates():
     return loss_s, time_s, loss, log_t, U
 
 
+def _gaussian_ei(mean, std, best):
+    """E[max(T - best, 0)] for T ~ N(mean, std^2), via scipy (not log_ei)."""
+    z = (mean - best) / std
+    return std * (z * norm.cdf(z) + norm.pdf(z))
+
+
 def test_acquisition_is_ei_when_alpha_is_zero(surrogates):
-    loss_s, time_s, loss, log_t, U = surrogates
-    kwargs = dict(
-        loss_best=loss.min(), log_time_ref=np.median(log_t), time_scale=2.05, alpha=0.0
-    )
+    loss_s, time_s, loss, _, U = surrogates
+    kwargs = dict(tradeoff_best=-loss.min(), time_scale=2.05, alpha=0.0)
     with threadpool_limits(1):
-        a_t = _make_tradeoff_acquisition(loss_s, time_s, **kwargs)(U)
-        log_a = _make_tradeoff_acquisition(loss_s, time_s, log=True, **kwargs)(U)
+        a_t = _make_tradeoff_acquisition(loss_s, time_s, log=False, **kwargs)(U)
+        log_a = _make_tradeoff_acquisition(loss_s, time_s, **kwargs)(U)
         ei = make_acquisition(loss_s, "ei", y_best=loss.min())(U)  # log of EI
     np.testing.assert_allclose(np.log(a_t), ei, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(log_a, ei, rtol=1e-10, atol=1e-12)
@@ -538,101 +542,190 @@ def test_acquisition_is_ei_when_alpha_is_zero(surrogates):
         assert a_t[j] == pytest.approx(ei_j, rel=1e-4, abs=1e-10)
 
 
-def test_acquisition_subtracts_expected_excess_time(surrogates):
-    loss_s, time_s, loss, log_t, U = surrogates
-    # the incumbent's time: a middle one, so candidates lie on both sides
-    ref = np.median(log_t)
-    kwargs = dict(loss_best=loss.min(), log_time_ref=ref, time_scale=2.05)
-    with threadpool_limits(1):
-        ei = _make_tradeoff_acquisition(loss_s, time_s, alpha=0.0, **kwargs)(U)
-        a_t = _make_tradeoff_acquisition(loss_s, time_s, alpha=0.5, **kwargs)(U)
-    a_o = (ei - a_t) / 0.5
-    # Monte Carlo E[max(o - o*, 0)] over the time GP's samples (eq. 3)
-    mean, std = time_s.predict(U)
-    rng = np.random.default_rng(0)
-    g = mean[None] + std[None] * rng.standard_normal((20000, *mean.shape))
-    mc = np.maximum(np.exp(g) - np.exp(ref), 0).mean(axis=(0, 1)) / 2.05
-    np.testing.assert_allclose(a_o, mc, rtol=0.05, atol=1e-4)
-    # a penalty, never a bonus
-    assert np.all(a_o >= 0) and np.all(a_t <= ei)
-    # the penalty is where the predicted time exceeds the incumbent's
-    predicted = mean.mean(axis=0)
-    slower, faster = predicted > ref + 0.5, predicted < ref - 0.5
-    assert slower.sum() >= 5 and faster.sum() >= 5
-    assert a_o[slower].min() > 10 * a_o[faster].max()
-    slow, fast = np.argmax(predicted), np.argmin(predicted)
-    assert a_o[slow] > 100 * a_o[fast]
-    # a slower incumbent (larger o*) penalises everything less
-    with threadpool_limits(1):
-        kwargs["log_time_ref"] = ref + 1.0
-        a_t_late = _make_tradeoff_acquisition(loss_s, time_s, alpha=0.5, **kwargs)(U)
-    assert np.all(a_t_late >= a_t - 1e-12) and np.any(a_t_late > a_t + 1e-6)
-
-
-def test_pending_points_do_not_move_the_time_reference(surrogates):
-    loss_s, time_s, loss, log_t, U = surrogates
+def test_alpha_zero_with_pending_points_is_the_fantasy_ei(surrogates):
+    # the batch case reduces too: the same fantasies as BayesSearchCV's EI
+    loss_s, time_s, loss, _, U = surrogates
     pending = U[:2]
-    kwargs = dict(loss_best=loss.min(), log_time_ref=np.median(log_t), time_scale=2.0)
     with threadpool_limits(1):
-        no_pending = _make_tradeoff_acquisition(loss_s, time_s, alpha=0.0, **kwargs)
-        a_o = (
-            no_pending(U)
-            - _make_tradeoff_acquisition(loss_s, time_s, alpha=0.5, **kwargs)(U)
-        ) / 0.5
-        # the same loss fantasies for both (same seed): the difference is a_o
-        ei_f = _make_tradeoff_acquisition(
+        a_t = _make_tradeoff_acquisition(
             loss_s,
             time_s,
+            tradeoff_best=-loss.min(),
+            time_scale=2.0,
             alpha=0.0,
             X_pending=pending,
             rng=np.random.default_rng(3),
-            **kwargs,
         )(U)
-        a_t_f = _make_tradeoff_acquisition(
+        ei = make_acquisition(
+            loss_s,
+            "ei",
+            y_best=loss.min(),
+            X_pending=pending,
+            n_fantasies=tradeoff._N_FANTASIES,
+            rng=np.random.default_rng(3),
+        )(U)
+        plain = make_acquisition(loss_s, "ei", y_best=loss.min())(U)
+    np.testing.assert_allclose(a_t, ei, rtol=1e-10, atol=1e-12)
+    assert not np.allclose(a_t, plain)
+
+
+def test_acquisition_is_the_closed_form_over_all_sample_pairs(surrogates):
+    # EI of the Gaussian with T's moments, averaged over every (score sample,
+    # time sample) pair, recomputed here with scipy
+    loss_s, time_s, loss, log_t, U = surrogates
+    alpha, scale = 2.0, 2.05
+    o = np.exp(log_t) / scale
+    t_best = float(np.max(-loss - alpha * o))
+    with threadpool_limits(1):
+        got = _make_tradeoff_acquisition(
             loss_s,
             time_s,
-            alpha=0.5,
-            X_pending=pending,
-            rng=np.random.default_rng(3),
-            **kwargs,
+            tradeoff_best=t_best,
+            time_scale=scale,
+            alpha=alpha,
+            log=False,
         )(U)
-    # the fantasies change EI_L (they may improve L*) ...
-    assert not np.allclose(ei_f, no_pending(U))
-    # ... but not the time term: o* is the incumbent's measured time
-    np.testing.assert_allclose((ei_f - a_t_f) / 0.5, a_o, rtol=1e-9, atol=1e-15)
+    mL, sL = loss_s.predict(U)  # loss = -L
+    mg, sg = time_s.predict(U)
+    m_o = np.exp(mg + sg**2 / 2) / scale
+    v_o = np.expm1(sg**2) * np.exp(2 * mg + sg**2) / scale**2
+    mean_T = -mL[:, None, :] - alpha * m_o[None, :, :]
+    sd_T = np.sqrt(sL[:, None, :] ** 2 + alpha**2 * v_o[None, :, :])
+    want = _gaussian_ei(mean_T, sd_T, t_best).mean(axis=(0, 1))
+    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-300)
+    # pairing the samples instead would be a different (noisier) average
+    paired = _gaussian_ei(-mL - alpha * m_o, np.sqrt(sL**2 + alpha**2 * v_o), t_best)
+    assert not np.allclose(got, paired.mean(axis=0), rtol=1e-3)
 
 
-def test_expected_excess_closed_form():
+def test_acquisition_matches_monte_carlo_of_the_tradeoff(surrogates):
+    # E[max(L - alpha * o - T*, 0)] by brute force: L from the score GP, o
+    # drawn log-normal from the time GP, every pair of hyperparameter samples.
+    # The time GP here is sharp (log-time sd < 0.2), where moment matching is
+    # accurate, so only Monte Carlo error and a small matching error remain.
+    loss_s, time_s, loss, log_t, U = surrogates
+    alpha, scale = 2.0, 2.05
+    o = np.exp(log_t) / scale
+    # a middling reference, so that many candidates have a sizeable EI_T
+    t_best = float(np.median(-loss - alpha * o))
+    V = U[:16]
+    with threadpool_limits(1):
+        got = _make_tradeoff_acquisition(
+            loss_s,
+            time_s,
+            tradeoff_best=t_best,
+            time_scale=scale,
+            alpha=alpha,
+            log=False,
+        )(V)
+    mL, sL = loss_s.predict(V)
+    mg, sg = time_s.predict(V)
+    assert sg.max() < 0.3
     rng = np.random.default_rng(0)
-    for mu, sigma, c in [(0.0, 0.5, 1.0), (-1.0, 1.0, 0.1), (2.0, 0.1, 8.0)]:
-        draws = np.exp(mu + sigma * rng.standard_normal(400_000))
-        mc = np.maximum(draws - c, 0).mean()
-        assert _expected_excess(np.array(mu), np.array(sigma), np.log(c)) == (
-            pytest.approx(mc, rel=0.02, abs=1e-4)
-        )
-    # deep in the lower tail Monte Carlo sees nothing: integrate instead
-    for mu, sigma, c in [(-4.0, 0.5, 1.0), (-20.0, 2.0, 1.0), (0.0, 0.05, 1.5)]:
-
-        def integrand(g, mu=mu, sigma=sigma, c=c):
-            z = (g - mu) / sigma
-            return (np.exp(g) - c) * np.exp(-0.5 * z * z) / (sigma * np.sqrt(2 * np.pi))
-
-        exact, _ = quad(integrand, np.log(c), mu + 40 * sigma, epsabs=0, epsrel=1e-10)
-        got = _expected_excess(np.array(mu), np.array(sigma), np.log(c))
-        assert 0 < exact < 1e-3
-        assert got == pytest.approx(exact, rel=1e-6)
-    # far above c it is the mean time minus c; far below it vanishes, never
-    # negative, and extreme inputs give no nan, inf or warning
-    assert _expected_excess(np.array(5.0), np.array(0.1), 0.0) == pytest.approx(
-        np.exp(5.005) - 1.0, rel=1e-12
+    n = 4000
+    L = -(
+        mL[:, None, :, None]
+        + sL[:, None, :, None] * rng.standard_normal((mL.shape[0], 1, len(V), n))
     )
+    g = mg[None, :, :, None] + sg[None, :, :, None] * rng.standard_normal(
+        (1, mg.shape[0], len(V), n)
+    )
+    mc = np.maximum(L - alpha * np.exp(g) / scale - t_best, 0).mean(axis=(0, 1, 3))
+    assert mc.max() > 0.05  # the check is not about negligible values
+    np.testing.assert_allclose(got, mc, rtol=0.05, atol=2e-3)
+    # the time term matters here: ignoring it would not pass
+    with threadpool_limits(1):
+        no_time = _make_tradeoff_acquisition(
+            loss_s,
+            None,
+            tradeoff_best=t_best,
+            time_scale=scale,
+            alpha=alpha,
+            log=False,
+        )(V)
+    assert np.abs(no_time - mc).max() > 0.1
+
+
+def test_log_normal_moments_match_monte_carlo():
+    rng = np.random.default_rng(0)
+    for mu, sigma, scale in [(0.0, 0.1, 1.0), (-1.0, 0.5, 0.3), (1.0, 1.0, 5.0)]:
+        o = np.exp(mu + sigma * rng.standard_normal(2_000_000)) / scale
+        mean, var = _log_normal_moments(np.array(mu), np.array(sigma), np.log(scale))
+        assert mean == pytest.approx(o.mean(), rel=0.01)
+        assert var == pytest.approx(o.var(), rel=0.05)
+    # tiny and huge log-time spreads: finite, no warnings, limits right
     with np.errstate(over="raise", invalid="raise", divide="raise"):
-        mu = np.array([-1e4, -60.0, -5.0, 0.0, 5.0, 60.0])
-        for sigma in (1e-12, 1e-3, 1.0, 30.0):
-            out = _expected_excess(mu, np.full_like(mu, sigma), 0.0)
-            assert np.all(np.isfinite(out)) and np.all(out >= 0)
-            assert np.all(np.diff(out) >= 0)  # increasing in the mean
-        assert _expected_excess(np.array(-1e4), np.array(1.0), 0.0) == 0.0
+        mu = np.array([-50.0, 0.0, 3.0, 50.0])
+        for sigma in (0.0, 1e-8, 1.0, 30.0, 1e4):
+            mean, var = _log_normal_moments(mu, np.full_like(mu, sigma), 0.0)
+            assert np.all(np.isfinite(mean)) and np.all(np.isfinite(var))
+            assert np.all(mean > 0) and np.all(var >= 0)
+        mean, var = _log_normal_moments(np.array(1.0), np.array(1e-8), np.log(2.0))
+        assert mean == pytest.approx(np.e / 2, rel=1e-12)
+        assert var == pytest.approx((1e-8 * np.e / 2) ** 2, rel=1e-6)
+
+
+class _FixedModel:
+    """Stands in for a fitted GP: the same latent prediction everywhere."""
+
+    def __init__(self, mean, var):
+        self.mean, self.var = mean, var
+
+    def predict(self, U):
+        n = len(U)
+        return np.full(n, self.mean), np.full(n, self.var)
+
+
+def _fixed_surrogate(mean, std):
+    return SimpleNamespace(models_=[_FixedModel(mean, std**2)], y_mean_=0.0, y_std_=1.0)
+
+
+def test_acquisition_grows_with_time_uncertainty_at_fixed_means():
+    # the same expected score and expected normalised time, a wider time GP:
+    # EI_T only grows (time uncertainty is exploration value, not a penalty,
+    # unlike the rejected expected-excess reading)
+    loss_s = _fixed_surrogate(-0.84, 0.02)  # L ~ N(0.84, 0.02^2)
+    mean_o, scale = 0.25, 2.0
+    U = np.zeros((1, 2))
+    values = []
+    for s in (0.01, 0.2, 0.5, 1.0, 1.5):
+        mu = np.log(mean_o * scale) - s**2 / 2  # E[o] stays 0.25
+        with threadpool_limits(1):
+            values.append(
+                _make_tradeoff_acquisition(
+                    loss_s,
+                    _fixed_surrogate(mu, s),
+                    tradeoff_best=0.85 - 0.3 * 0.3,
+                    time_scale=scale,
+                    alpha=0.3,
+                    log=False,
+                )(U)[0]
+            )
+    assert np.all(np.diff(values) > 0)
+    # the sharp end is the EI of L shifted by alpha * E[o]
+    assert values[0] == pytest.approx(
+        _gaussian_ei(0.84 - 0.3 * mean_o, 0.02, 0.85 - 0.09), rel=1e-3
+    )
+
+
+def test_pending_points_condition_both_gps(surrogates):
+    loss_s, time_s, loss, _, U = surrogates
+    pending = U[:2]
+    with threadpool_limits(1):
+        members = tradeoff._members(time_s, pending, 4, np.random.default_rng(0))
+        assert len(members) == len(time_s.models_)
+        for model, log_t_f in members:
+            assert log_t_f.shape == (2, 4)
+            # the conditioned time GP is no longer unsure at the pending points
+            _, var = model.predict(pending)
+            assert np.all(var < 10 * model.noise_var_ + 1e-6)
+        kwargs = dict(tradeoff_best=float(np.max(-loss)), time_scale=2.05, alpha=2.0)
+        alone = _make_tradeoff_acquisition(loss_s, time_s, **kwargs)(U)
+        batch = _make_tradeoff_acquisition(
+            loss_s, time_s, X_pending=pending, rng=np.random.default_rng(0), **kwargs
+        )(U)
+    # a pending point is worth much less once its outcome is fantasised
+    assert np.all(batch[:2] < alone[:2] - np.log(10))
 
 
 # ----------------------------------------------------------------------------
