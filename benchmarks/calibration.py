@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.model_selection import ParameterSampler
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
 
 from .tasks import Task, space_scipy
 
@@ -99,6 +99,15 @@ def _worker_startup(task: Task, n_jobs: int) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
+def _time_fold(task: Task, params: dict, train: np.ndarray, test: np.ndarray) -> float:
+    """Seconds of one fit on ``train`` rows and one score on ``test`` rows."""
+    est = clone(task.estimator()).set_params(**params)
+    start = time.perf_counter()
+    est.fit(task.X_search[train], task.y_search[train])
+    est.score(task.X_search[test], task.y_search[test])
+    return max(time.perf_counter() - start, 1e-4)
+
+
 def calibrate(
     task: Task,
     budget: float,
@@ -112,8 +121,9 @@ def calibrate(
 
     Each configuration is fitted on growing subsets (1/16, 1/8, ... of one
     fold's training rows) until a fit would exceed 2 % of the budget or the
-    full fold size is reached. Fits run with one BLAS/OpenMP thread, as
-    inside a joblib worker of a search with ``n_jobs`` equal to the cores.
+    full fold size is reached. The configurations of one size run side by
+    side on ``n_jobs`` joblib workers, as a search's folds do, so the times
+    include the slow-down of sharing the machine.
     """
     rng = check_random_state(seed)
     n = len(task.y_search)
@@ -130,25 +140,25 @@ def calibrate(
     startup = _worker_startup(task, n_jobs)
     log_m, log_t, groups = [], [], []
     start = time.perf_counter()
-    with threadpool_limits(1):
-        for c, params in enumerate(configs):
-            for m in sizes:
-                train = order[:m]
-                # Score as many rows as a fold of a CV over m * k/(k-1) rows.
-                test = order[m : m + max(1, m // (n_splits - 1))]
-                if test.size == 0:
-                    test = order[: max(1, m // (n_splits - 1))]
-                est = clone(task.estimator()).set_params(**params)
-                t = time.perf_counter()
-                est.fit(task.X_search[train], task.y_search[train])
-                est.score(task.X_search[test], task.y_search[test])
-                seconds = max(time.perf_counter() - t, 1e-4)
-                log_t.append(math.log(seconds))
+    active = list(range(len(configs)))
+    with Parallel(n_jobs=n_jobs) as parallel:
+        for m in sizes:
+            train = order[:m]
+            # Score as many rows as a fold of a CV over m * k/(k-1) rows.
+            test = order[m : m + max(1, m // (n_splits - 1))]
+            if test.size == 0:
+                test = order[: max(1, m // (n_splits - 1))]
+            seconds = parallel(
+                delayed(_time_fold)(task, configs[c], train, test) for c in active
+            )
+            for c, s in zip(active, seconds):
+                log_t.append(math.log(s))
                 log_m.append(math.log(m))
                 groups.append(c)
-                # The next size doubles the rows: at least doubles the time.
-                if 2 * seconds > fit_cap:
-                    break
+            # The next size doubles the rows: at least doubles the time.
+            active = [c for c, s in zip(active, seconds) if 2 * s <= fit_cap]
+            if not active:
+                break
     elapsed = time.perf_counter() - start
     lm, lt, g = map(np.asarray, (log_m, log_t, groups))
     # Within-configuration slope: configurations differ a lot in level
