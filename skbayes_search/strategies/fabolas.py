@@ -54,6 +54,8 @@ _N_SEEDS = 3
 # polish only burns evaluations; local refinement comes from the Gaussian
 # perturbations of the seeds (the best configurations) instead.
 _N_POLISH = 0
+# One-sided 95 % normal quantile, for cautious cost predictions near max_time.
+_Z95 = 1.6448536269514722
 
 
 def _error_kind(scores: np.ndarray) -> str:
@@ -180,10 +182,12 @@ class FabolasSearchCV(BaseBayesSearchCV):
         Number of trials, the final full-data evaluation of the incumbent
         included.
     max_time : float, default=None
-        Wall-clock budget in seconds, surrogate overhead included. Proposals
-        stop when the time left would not cover the predicted cost of the
-        final full-data evaluation; that evaluation runs even if the
-        prediction was too optimistic.
+        Wall-clock budget in seconds, surrogate overhead included. Only
+        trials whose cost fits in the time left (by the cost model's one-sided
+        95 % upper bound), after setting aside the same bound for the
+        incumbent's final full-data evaluation and the duration of one more
+        proposal, are proposed; when none fits the search ends. The final
+        evaluation runs even if the predictions were too optimistic.
     min_resources : "auto" or int, default="auto"
         Fewest training rows per fit (the smallest fraction ``s_min`` is
         ``min_resources / n_train``, with ``n_train`` the training rows of
@@ -480,6 +484,21 @@ class FabolasSearchCV(BaseBayesSearchCV):
         means = [m.predict(Xin)[0] for m in surrogate.models_]
         return surrogate.y_mean_ + surrogate.y_std_ * np.vstack(means)
 
+    def _cost_upper(self, Xin: np.ndarray) -> np.ndarray:
+        """A cautious cost in seconds for budgeting: the one-sided 95 % bound
+        of the log-cost prediction, averaged over hyperparameter samples.
+
+        Extrapolating the cost to larger fractions is uncertain (fit time is
+        often superlinear in the rows and strongly depends on ``x``), and
+        overrunning ``max_time`` costs more than stopping a little early.
+        """
+        gp = self._cost_gp
+        bounds = []
+        for m in gp.models_:
+            mu, var = m.predict(Xin)
+            bounds.append(gp.y_mean_ + gp.y_std_ * (mu + _Z95 * np.sqrt(var)))
+        return np.exp(np.vstack(bounds)).mean(axis=0)
+
     def _predict_full_loss(self, X: np.ndarray) -> np.ndarray:
         """Mean predicted loss at s = 1, averaged over hyperparameter samples."""
         return self._mean(self._loss_gp, self._with_s(X, 1.0)).mean(axis=0)
@@ -545,8 +564,19 @@ class FabolasSearchCV(BaseBayesSearchCV):
         idx = sample_representers(log_w, self.n_representers, rng, include=[inc_idx])
         return Zin[idx]
 
-    def _acquisition(self, ctx: SearchContext, Z: np.ndarray, models: list, overhead):
-        """Vectorised information gain per second for a set of loss models."""
+    def _acquisition(
+        self,
+        ctx: SearchContext,
+        Z: np.ndarray,
+        models: list,
+        overhead: float,
+        max_cost: float = np.inf,
+    ) -> Any:
+        """Vectorised information gain per second for a set of loss models.
+
+        Candidates whose predicted cost exceeds ``max_cost`` seconds get
+        ``-inf`` (they would overrun ``max_time``).
+        """
         normals = standard_normal_draws(N_PMIN_SAMPLES, len(Z) + 1, ctx.rng)
         parts = []
         for model in models:
@@ -576,7 +606,10 @@ class FabolasSearchCV(BaseBayesSearchCV):
                 var_y = np.maximum(var_f, 0.0) + model.noise_var_
                 gains[j] = post.information_gain(cross, var_y, N_QUADRATURE)
             log_cost = self._mean(cost_gp, U)
-            return fabolas_acquisition(gains, log_cost, overhead)
+            values = fabolas_acquisition(gains, log_cost, overhead)
+            if np.isfinite(max_cost):
+                values = np.where(self._cost_upper(U) > max_cost, -np.inf, values)
+            return values
 
         return func
 
@@ -640,13 +673,16 @@ class FabolasSearchCV(BaseBayesSearchCV):
         """One BO iteration: fit, pick the incumbent, maximise eq. 7."""
         Xin = self._fit_models(ctx)
         inc = self._update_incumbent(ctx)
-        if ctx.max_time is not None and not self.fallback_:
-            # stop early enough for the incumbent's full-data evaluation
-            reserve = 0.0
-            if self._full_data_row(ctx, inc) is None:
+        # seconds a proposed trial may take: with max_time, what is left after
+        # this proposal and the incumbent's full-data evaluation
+        max_cost = np.inf
+        if ctx.max_time is not None:
+            reserve = self._last_overhead or 0.0
+            if not self.fallback_ and self._full_data_row(ctx, inc) is None:
                 x_full = self._with_s(ctx.trials[inc].x[None, :], 1.0)
-                reserve = float(np.exp(self._mean(self._cost_gp, x_full)).mean())
-            if ctx.time_left() < reserve + (self._last_overhead or 0.0):
+                reserve += float(self._cost_upper(x_full)[0])
+            max_cost = ctx.time_left() - reserve
+            if max_cost <= 0:
                 return []
 
         Z = self._representers(ctx, inc)
@@ -664,7 +700,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         trials = []
         for _ in range(n_slots):
             u, value = maximize(
-                self._acquisition(ctx, Z, models, overhead),
+                self._acquisition(ctx, Z, models, overhead, max_cost),
                 Xin.shape[1],
                 rng=ctx.rng,
                 snap=lambda U: self._snap(ctx, U),
@@ -673,6 +709,8 @@ class FabolasSearchCV(BaseBayesSearchCV):
                 n_candidates=_N_CANDIDATES,
                 n_polish=_N_POLISH,
             )
+            if not np.isfinite(value):
+                break  # nothing affordable in the time left
             x = u[: self._n_x]
             fraction = 1.0
             if not self.fallback_:
