@@ -83,6 +83,13 @@ class BaseBayesSearchCV(BaseSearchCV):
         """Trials to run once after the budget is spent (even past max_time)."""
         return []
 
+    def _end_search(self, ctx: SearchContext, results: dict) -> None:
+        """Set strategy-specific fitted attributes once the search is over.
+
+        Called after the best trial is selected, before the refit; private
+        attributes the strategy created during ``fit`` are dropped after it.
+        """
+
     def _total_budget(self) -> int:
         """Number of trials the search may run."""
         return int(self.n_iter)
@@ -134,6 +141,18 @@ class BaseBayesSearchCV(BaseSearchCV):
         self : object
             The fitted search.
         """
+        state_before = set(vars(self))
+        try:
+            return self._fit(X, y, **params)
+        finally:
+            # Surrogates, chains and other per-search state of the strategy
+            # live only while fit runs: the fitted search stays light to
+            # pickle and a second fit starts afresh.
+            for key in set(vars(self)) - state_before:
+                if key.startswith("_"):
+                    delattr(self, key)
+
+    def _fit(self, X: Any, y: Any, **params: Any) -> BaseBayesSearchCV:
         start = time.perf_counter()
         scorers, refit_metric = self._get_scorers()
         X, y = indexable(X, y)
@@ -296,6 +315,7 @@ class BaseBayesSearchCV(BaseSearchCV):
                     self.best_index_
                 ]
             self.best_params_ = results["params"][self.best_index_]
+        self._end_search(ctx, results)
 
         if self.refit:
             self._refit_best(

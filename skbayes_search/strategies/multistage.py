@@ -260,36 +260,11 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         self.store = store
         self.run_name = run_name
 
-    def fit(self, X: Any, y: Any = None, **params: Any) -> MultiStageBayesSearchCV:
-        """Run all stages, then refit the best full-data configuration.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
-            Targets; ``None`` for unsupervised estimators.
-        **params : dict of str -> object
-            Parameters routed to the estimator's ``fit``, the scorer and the
-            CV splitter as in scikit-learn's search estimators.
-
-        Returns
-        -------
-        self : object
-            The fitted search.
-        """
-        try:
-            super().fit(X, y, **params)
-            trials = self._ctx_trials
-        finally:
-            # The search state is only needed while the search runs.
-            self.__dict__.pop("_ctx_trials", None)
-            self.__dict__.pop("_proposers", None)
+    def _end_search(self, ctx: SearchContext, results: dict) -> None:
         self.n_stages_ = len(self._plan()[0])
         self.stage_best_params_ = [
-            _best_params(_of_stage(trials, s)) for s in range(self.n_stages_)
+            _best_params(_of_stage(ctx.trials, s)) for s in range(self.n_stages_)
         ]
-        return self
 
     # ------------------------------------------------------------------
     # strategy hooks
@@ -371,7 +346,6 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
     def _init_search(self, ctx: SearchContext) -> None:
         self._proposers: dict[int, BayesProposer] = {}
         # Kept for stage_best_params_ (read and dropped by fit).
-        self._ctx_trials = ctx.trials
 
     def _proposer(self, ctx: SearchContext, stage: int) -> BayesProposer:
         """The stage's own proposer: a fresh surrogate and MCMC chain."""
