@@ -30,6 +30,7 @@ the cores are busy with fits anyway); ``--threads 0`` keeps library defaults.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import platform
@@ -37,7 +38,7 @@ import shlex
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,24 @@ def measure(
     return [step(state, X[: n + r], y[: n + r]) for r in range(reps)]
 
 
+@contextlib.contextmanager
+def _thread_limits(threads: int, proposer: Proposer) -> Iterator[None]:
+    """Limit BLAS/OpenMP and torch threads to ``threads`` (0: no limit).
+
+    threadpoolctl only limits libraries already loaded, and the optimisers
+    load some lazily (scipy's own OpenBLAS, Optuna's torch), so one small
+    untimed proposal runs first to load them.
+    """
+    if threads <= 0:
+        yield
+        return
+    measure(proposer, 12, 2, 1)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    with threadpool_limits(threads):
+        yield
+
+
 def _table(
     results: dict, names: list[str], ns: list[int], dims: list[int]
 ) -> list[str]:
@@ -223,14 +242,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     out.parent.mkdir(parents=True, exist_ok=True)
 
-    if args.threads > 0 and "optuna-gp" in names:
-        try:
-            import torch
-
-            torch.set_num_threads(args.threads)
-        except ImportError:
-            pass  # GPSampler will be reported as failing without torch
-    limits = threadpool_limits(args.threads) if args.threads > 0 else None
     missing, results, ran = {}, {}, []
     for name in names:
         try:
@@ -243,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         for D in dims:
             for n in ns:
                 try:
-                    times = measure(proposer, n, D, args.reps)
+                    with _thread_limits(args.threads, proposer):
+                        times = measure(proposer, n, D, args.reps)
                 except Exception as exc:
                     missing[f"{name} (n={n}, D={D})"] = f"{type(exc).__name__}: {exc}"
                     continue
@@ -253,8 +265,6 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
 
-    if limits is not None:
-        limits.restore_original_limits()
     cmd = "python -m benchmarks.overhead " + shlex.join(
         sys.argv[1:] if argv is None else argv
     )
