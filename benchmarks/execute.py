@@ -109,12 +109,17 @@ def _incumbents_fabolas(search: Any) -> list[dict[str, Any]] | None:
     ]
 
 
+def read_t0(work_dir: Path) -> float | None:
+    """Wall-clock time the run's search started (None if it never did)."""
+    path = work_dir / T0_FILE
+    return float(path.read_text()) if path.is_file() else None
+
+
 def trials_from_scorer_log(work_dir: Path, n_splits: int, n_rows: int) -> list[dict]:
     """Finished trials of a peer from its scorer log (also after a kill)."""
-    t0_path = work_dir / T0_FILE
-    if not t0_path.is_file():
+    t0 = read_t0(work_dir)
+    if t0 is None:
         return []
-    t0 = float(t0_path.read_text())
     trials = trials_from_log(read_log(work_dir / SCORER_LOG), n_splits, t0)
     for t in trials:
         t["fraction"] = t["resource"] / n_rows

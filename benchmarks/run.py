@@ -38,7 +38,7 @@ from .calibration import (
     halving_settings,
     random_n_iter,
 )
-from .execute import incumbents_for, trials_from_scorer_log
+from .execute import incumbents_for, read_t0, trials_from_scorer_log
 from .methods import METHODS, availability, resolve_methods
 from .refit import refit_incumbents
 from .tasks import SPLIT_SEED, Task, load_task
@@ -111,7 +111,11 @@ def _run_subprocess(
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            return {"status": "timed out", "killed_after": time.time() - start}
+            return {
+                "status": "timed out",
+                "killed_at": time.time(),
+                "error": f"killed after {time.time() - start:.0f} s",
+            }
     if out_path.is_file():
         return json.loads(out_path.read_text())
     return {
@@ -124,11 +128,11 @@ def _salvage(record: dict, spec: dict, task: Task) -> dict:
     """Trials a killed peer finished before the kill, from its scorer log."""
     if METHODS[spec["method"]].ours:
         return record
-    trials = trials_from_scorer_log(
-        Path(spec["work_dir"]), _N_SPLITS, len(task.y_search)
-    )
+    work_dir = Path(spec["work_dir"])
+    trials = trials_from_scorer_log(work_dir, _N_SPLITS, len(task.y_search))
+    t0 = read_t0(work_dir)
     record.update(
-        wall=record["killed_after"],
+        wall=record["killed_at"] - t0 if t0 is not None else float("nan"),
         busy=float("nan"),
         n_trials=len(trials),
         n_rows=len(task.y_search),
