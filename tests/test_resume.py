@@ -198,3 +198,65 @@ def test_sigkill_then_restart_ends_with_exactly_n_iter_trials(tmp_path, strategy
     if strategy == "MultiStageBayesSearchCV":
         assert [t["fraction"] for t in trials] == [0.5] * 6 + [1.0] * 4
     assert store.run(run)["status"] == "finished"
+
+
+class Sized(RegressorMixin, BaseEstimator):
+    """Counts fits; its score depends on the parameter and the rows it saw."""
+
+    n_fits = 0
+
+    def __init__(self, a=0.5):
+        self.a = a
+
+    def fit(self, X, y=None):
+        type(self).n_fits += 1
+        self.n_rows_ = len(X)
+        return self
+
+    def score(self, X, y=None):
+        return -((self.a - 0.3) ** 2) - 1.0 / self.n_rows_
+
+
+SUBSET_STRATEGIES = {
+    "MultiStageBayesSearchCV": (
+        dict(stages=(0.5, 1.0), n_iter=(3, 2), top_k=1),
+        dict(stages=(0.5, 1.0), n_iter=(4, 3), top_k=1),
+    ),
+    "FabolasSearchCV": (
+        dict(
+            n_iter=5,
+            n_initial_points=3,
+            min_resources=4,
+            n_representers=8,
+            n_hyper_samples=2,
+        ),
+        dict(
+            n_iter=7,
+            n_initial_points=3,
+            min_resources=4,
+            n_representers=8,
+            n_hyper_samples=2,
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUBSET_STRATEGIES))
+def test_subset_strategies_resume_without_repeating_trials(tmp_path, name):
+    first_kwargs, second_kwargs = SUBSET_STRATEGIES[name]
+    cls = getattr(skbayes_search, name)
+    X, y = np.zeros((200, 2)), np.zeros(200)
+    common = dict(cv=2, random_state=0, store=str(tmp_path / "s.sqlite"), run_name="r")
+    first = cls(Sized(), {"a": Real(0.0, 1.0)}, **first_kwargs, **common).fit(X, y)
+    n_first = len(first.cv_results_["params"])
+    Sized.n_fits = 0
+    second = cls(Sized(), {"a": Real(0.0, 1.0)}, **second_kwargs, **common).fit(X, y)
+    n_second = len(second.cv_results_["params"])
+    assert n_second > n_first
+    # only new trials were fitted (2 splits each), plus the refit
+    assert Sized.n_fits == 2 * (n_second - n_first) + 1
+    assert second.cv_results_["params"][:n_first] == first.cv_results_["params"]
+    np.testing.assert_array_equal(
+        second.cv_results_["resource_fraction"][:n_first],
+        first.cv_results_["resource_fraction"],
+    )

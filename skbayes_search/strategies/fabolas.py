@@ -235,6 +235,14 @@ class FabolasSearchCV(BaseBayesSearchCV):
         observed loss there.
     return_train_score : bool, default=False
         Whether ``cv_results_`` includes training scores.
+    store : TrialStore, str or path-like, default=None
+        A :class:`~skbayes_search.TrialStore` (or the path of one) where every
+        trial is committed the moment it finishes.
+    run_name : str, default=None
+        Name of the run in ``store``. If the run already has trials, ``fit``
+        reads them back and continues until the budget is spent, evaluating
+        no finished trial again (resume after a crash or a kill). ``None``
+        starts a fresh run with a generated name (``run_name_``).
 
     Attributes
     ----------
@@ -340,6 +348,8 @@ class FabolasSearchCV(BaseBayesSearchCV):
         random_state: Any = None,
         error_score: str | float = np.nan,
         return_train_score: bool = False,
+        store: Any = None,
+        run_name: str | None = None,
     ) -> None:
         super().__init__(
             estimator=estimator,
@@ -362,6 +372,8 @@ class FabolasSearchCV(BaseBayesSearchCV):
         self.n_hyper_samples = n_hyper_samples
         self.overhead = overhead
         self.random_state = random_state
+        self.store = store
+        self.run_name = run_name
 
     # ------------------------------------------------------------------
     # validation and set-up
