@@ -165,7 +165,9 @@ def _fmt_time(vals: list[float]) -> str:
         return "-"
 
     def one(x: float) -> str:
-        return f"{x:.0f}" if np.isfinite(x) else "never"
+        if not np.isfinite(x):
+            return "never"
+        return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
 
     body = one(med) if len(vals) == 1 else f"{one(med)} [{one(lo)}, {one(hi)}]"
     return f"{body} ({int(np.isfinite(vals).sum())}/{len(vals)})"
