@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy import integrate
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.datasets import load_iris, make_classification, make_regression
@@ -20,13 +21,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from threadpoolctl import threadpool_limits
 
 from skbayes_search._evaluate import subset_size
-from skbayes_search.acquisition import make_acquisition
+from skbayes_search.acquisition import log_ei, make_acquisition
 from skbayes_search.gp import GPSurrogate
 from skbayes_search.space import Integer, Real
 from skbayes_search.strategies import tradeoff
 from skbayes_search.strategies.tradeoff import (
     TradeoffBayesSearchCV,
-    _log_normal_moments,
+    _log_ei_tradeoff,
     _make_tradeoff_acquisition,
     _results_pareto_front,
     _scale_scores,
@@ -569,13 +570,24 @@ def test_alpha_zero_with_pending_points_is_the_fantasy_ei(surrogates):
     assert not np.allclose(a_t, plain)
 
 
-def test_acquisition_is_the_closed_form_over_all_sample_pairs(surrogates):
-    # EI of the Gaussian with T's moments, averaged over every (score sample,
-    # time sample) pair, recomputed here with scipy
+def _quad_ei_tradeoff(mean_L, std_L, mean_g, std_g, alpha, best):
+    """EI_T by adaptive quadrature over the log time (scipy), one case."""
+
+    def integrand(z):
+        o = np.exp(mean_g + std_g * z)
+        return _gaussian_ei(mean_L - alpha * o, std_L, best) * norm.pdf(z)
+
+    return integrate.quad(integrand, -12, 12, limit=200, epsabs=0, epsrel=1e-10)[0]
+
+
+def test_acquisition_integrates_every_sample_pair(surrogates):
+    # E over every (score sample, time sample) pair of the EI of T given the
+    # log time, integrated over the log time by scipy's adaptive quadrature
     loss_s, time_s, loss, log_t, U = surrogates
     alpha, scale = 2.0, 2.05
     o = np.exp(log_t) / scale
-    t_best = float(np.max(-loss - alpha * o))
+    t_best = float(np.median(-loss - alpha * o))
+    V = U[:4]
     with threadpool_limits(1):
         got = _make_tradeoff_acquisition(
             loss_s,
@@ -584,25 +596,47 @@ def test_acquisition_is_the_closed_form_over_all_sample_pairs(surrogates):
             time_scale=scale,
             alpha=alpha,
             log=False,
-        )(U)
-    mL, sL = loss_s.predict(U)  # loss = -L
-    mg, sg = time_s.predict(U)
-    m_o = np.exp(mg + sg**2 / 2) / scale
-    v_o = np.expm1(sg**2) * np.exp(2 * mg + sg**2) / scale**2
-    mean_T = -mL[:, None, :] - alpha * m_o[None, :, :]
-    sd_T = np.sqrt(sL[:, None, :] ** 2 + alpha**2 * v_o[None, :, :])
-    want = _gaussian_ei(mean_T, sd_T, t_best).mean(axis=(0, 1))
-    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-300)
+        )(V)
+    mL, sL = loss_s.predict(V)  # loss = -L
+    mg, sg = time_s.predict(V)
+    mg = mg - np.log(scale)
+    want = np.array(
+        [
+            np.mean(
+                [
+                    _quad_ei_tradeoff(
+                        -mL[i, c], sL[i, c], mg[j, c], sg[j, c], alpha, t_best
+                    )
+                    for i in range(len(mL))
+                    for j in range(len(mg))
+                ]
+            )
+            for c in range(len(V))
+        ]
+    )
+    assert want.max() > 0.05
+    # below ~1e-30 the scipy reference loses digits (z * cdf + pdf cancels)
+    big = want > 1e-30
+    assert big.sum() >= 3
+    np.testing.assert_allclose(got[big], want[big], rtol=1e-3, atol=0)
     # pairing the samples instead would be a different (noisier) average
-    paired = _gaussian_ei(-mL - alpha * m_o, np.sqrt(sL**2 + alpha**2 * v_o), t_best)
-    assert not np.allclose(got, paired.mean(axis=0), rtol=1e-3)
+    paired = [
+        np.mean(
+            [
+                _quad_ei_tradeoff(
+                    -mL[i, c], sL[i, c], mg[i, c], sg[i, c], alpha, t_best
+                )
+                for i in range(len(mL))
+            ]
+        )
+        for c in range(len(V))
+    ]
+    assert np.max(np.abs(np.log(got) - np.log(paired))) > 0.1
 
 
 def test_acquisition_matches_monte_carlo_of_the_tradeoff(surrogates):
     # E[max(L - alpha * o - T*, 0)] by brute force: L from the score GP, o
-    # drawn log-normal from the time GP, every pair of hyperparameter samples.
-    # The time GP here is sharp (log-time sd < 0.2), where moment matching is
-    # accurate, so only Monte Carlo error and a small matching error remain.
+    # drawn log-normal from the (here sharp) time GP, every pair of samples
     loss_s, time_s, loss, log_t, U = surrogates
     alpha, scale = 2.0, 2.05
     o = np.exp(log_t) / scale
@@ -620,7 +654,6 @@ def test_acquisition_matches_monte_carlo_of_the_tradeoff(surrogates):
         )(V)
     mL, sL = loss_s.predict(V)
     mg, sg = time_s.predict(V)
-    assert sg.max() < 0.3
     rng = np.random.default_rng(0)
     n = 4000
     L = -(
@@ -646,66 +679,149 @@ def test_acquisition_matches_monte_carlo_of_the_tradeoff(surrogates):
     assert np.abs(no_time - mc).max() > 0.1
 
 
-def test_log_normal_moments_match_monte_carlo():
-    rng = np.random.default_rng(0)
-    for mu, sigma, scale in [(0.0, 0.1, 1.0), (-1.0, 0.5, 0.3), (1.0, 1.0, 5.0)]:
-        o = np.exp(mu + sigma * rng.standard_normal(2_000_000)) / scale
-        mean, var = _log_normal_moments(np.array(mu), np.array(sigma), np.log(scale))
-        assert mean == pytest.approx(o.mean(), rel=0.01)
-        assert var == pytest.approx(o.var(), rel=0.05)
-    # tiny and huge log-time spreads: finite, no warnings, limits right
-    with np.errstate(over="raise", invalid="raise", divide="raise"):
-        mu = np.array([-50.0, 0.0, 3.0, 50.0])
-        for sigma in (0.0, 1e-8, 1.0, 30.0, 1e4):
-            mean, var = _log_normal_moments(mu, np.full_like(mu, sigma), 0.0)
-            assert np.all(np.isfinite(mean)) and np.all(np.isfinite(var))
-            assert np.all(mean > 0) and np.all(var >= 0)
-        mean, var = _log_normal_moments(np.array(1.0), np.array(1e-8), np.log(2.0))
-        assert mean == pytest.approx(np.e / 2, rel=1e-12)
-        assert var == pytest.approx((1e-8 * np.e / 2) ** 2, rel=1e-6)
-
-
 class _FixedModel:
-    """Stands in for a fitted GP: the same latent prediction everywhere."""
+    """Stands in for a fitted GP: latent mean ``mean + slope * U[:, 0]``."""
 
-    def __init__(self, mean, var):
-        self.mean, self.var = mean, var
+    def __init__(self, mean, var, slope=0.0):
+        self.mean, self.var, self.slope = mean, var, slope
 
     def predict(self, U):
-        n = len(U)
-        return np.full(n, self.mean), np.full(n, self.var)
+        U = np.atleast_2d(U)
+        return self.mean + self.slope * U[:, 0], np.full(len(U), self.var)
 
 
-def _fixed_surrogate(mean, std):
-    return SimpleNamespace(models_=[_FixedModel(mean, std**2)], y_mean_=0.0, y_std_=1.0)
+def _fixed_surrogate(mean, std, slope=0.0):
+    return _sample_surrogate([(mean, std, slope)])
+
+
+def _sample_surrogate(samples):
+    """A surrogate whose hyperparameter samples are ``(mean, std, slope)``."""
+    models = [_FixedModel(m, s**2, b) for m, s, b in samples]
+    return SimpleNamespace(models_=models, y_mean_=0.0, y_std_=1.0)
+
+
+def _moment_matched_ei(mean_L, std_L, mean_g, std_g, alpha, best):
+    """The former acquisition: o replaced by the Gaussian with its moments."""
+    m_o = np.exp(mean_g + std_g**2 / 2)
+    v_o = np.expm1(std_g**2) * np.exp(2 * mean_g + std_g**2)
+    return _gaussian_ei(mean_L - alpha * m_o, np.sqrt(std_L**2 + alpha**2 * v_o), best)
+
+
+@pytest.mark.parametrize("time_sd", [1.0, 1.5])
+def test_acquisition_matches_monte_carlo_for_wide_time_uncertainty(time_sd):
+    # the regime of real searches (log-time sd >= 0.5): two score samples
+    # times two time samples, candidates from slow and hopeless to fast and
+    # promising; o = exp(g) / scale drawn log-normal, L Gaussian
+    alpha, scale, t_best = 0.3, 2.0, 0.80
+    loss_samples = [(-0.78, 0.02, -0.08), (-0.79, 0.03, -0.06)]  # loss = -L
+    time_samples = [(np.log(1.2), time_sd, -3.0), (np.log(0.8), time_sd, -2.5)]
+    V = np.linspace(0.0, 1.0, 6)[:, None]
+    with threadpool_limits(1):
+        got = _make_tradeoff_acquisition(
+            _sample_surrogate(loss_samples),
+            _sample_surrogate(time_samples),
+            tradeoff_best=t_best,
+            time_scale=scale,
+            alpha=alpha,
+            log=False,
+        )(V)
+    rng = np.random.default_rng(0)
+    n = 400_000
+    mc = np.zeros(len(V))
+    moment = np.zeros(len(V))
+    for m_l, s_l, b_l in loss_samples:
+        for m_g, s_g, b_g in time_samples:
+            mean_L = -(m_l + b_l * V[:, 0])
+            mean_g = m_g + b_g * V[:, 0] - np.log(scale)
+            L = mean_L[:, None] + s_l * rng.standard_normal((len(V), n))
+            o = np.exp(mean_g[:, None] + s_g * rng.standard_normal((len(V), n)))
+            mc += np.maximum(L - alpha * o - t_best, 0).mean(axis=1) / 4
+            moment += _moment_matched_ei(mean_L, s_l, mean_g, s_g, alpha, t_best) / 4
+    # EI_T from about 1e-4 (slow, hopeless at its median time) to 0.04
+    assert mc.min() > 1e-5
+    np.testing.assert_allclose(got, mc, rtol=0.05)
+    # the former moment matching overstated these several-fold
+    assert np.max(moment / mc) > 2.0
+
+
+def test_acquisition_never_exceeds_the_score_ei():
+    # o >= 0 can only lower T: EI_T <= E[max(L - T*, 0)], also far in the
+    # tails (log space) and for absurd time predictions
+    rng = np.random.default_rng(0)
+    n = 20_000
+    mean_L = rng.uniform(0.0, 1.0, n)
+    std_L = 10 ** rng.uniform(-4, 0, n)
+    mean_g = rng.uniform(-10, 10, n)
+    std_g = 10 ** rng.uniform(-3, 1, n)
+    alpha = 0.3
+    best = rng.uniform(0.0, 1.2, n)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        got = _log_ei_tradeoff(mean_L, std_L, mean_g, std_g, alpha, best)
+    bound = log_ei(-mean_L, std_L, -best)
+    assert np.all(np.isfinite(got))
+    assert np.all(got <= bound + 1e-12 * np.abs(bound))
+    # the bound is tight when the time is negligible
+    tiny = _log_ei_tradeoff(
+        mean_L, std_L, np.full(n, -40.0), np.minimum(std_g, 1.0), alpha, best
+    )
+    np.testing.assert_allclose(tiny, bound, rtol=1e-9)
+    # and through the acquisition, averaged over samples
+    loss_s = _sample_surrogate([(-0.8, 0.02, 0.3), (-0.85, 0.01, 0.2)])
+    time_s = _sample_surrogate([(0.0, 1.5, -2.0), (-1.0, 0.7, 1.0)])
+    U = rng.random((64, 1))
+    with threadpool_limits(1):
+        a_t = _make_tradeoff_acquisition(
+            loss_s, time_s, tradeoff_best=0.75, time_scale=1.0, alpha=0.5
+        )(U)
+        a_l = _make_tradeoff_acquisition(
+            loss_s, None, tradeoff_best=0.75, time_scale=1.0, alpha=0.5
+        )(U)
+    assert np.all(a_t <= a_l + 1e-12)
+    assert np.all(a_t < a_l - 0.1)  # and not trivially equal
+
+
+def _ei_t_at(mean_g, std_g, *, mean_L=0.84, std_L=0.02, alpha=0.3, best=0.76):
+    """EI_T of one candidate through the acquisition (time scale 2 s)."""
+    with threadpool_limits(1):
+        return _make_tradeoff_acquisition(
+            _fixed_surrogate(-mean_L, std_L),
+            _fixed_surrogate(mean_g, std_g),
+            tradeoff_best=best,
+            time_scale=2.0,
+            alpha=alpha,
+            log=False,
+        )(np.zeros((1, 1)))[0]
+
+
+SDS = (0.01, 0.25, 0.5, 1.0, 1.5)
 
 
 def test_acquisition_grows_with_time_uncertainty_at_fixed_means():
     # the same expected score and expected normalised time, a wider time GP:
-    # EI_T only grows (time uncertainty is exploration value, not a penalty,
-    # unlike the rejected expected-excess reading)
-    loss_s = _fixed_surrogate(-0.84, 0.02)  # L ~ N(0.84, 0.02^2)
-    mean_o, scale = 0.25, 2.0
-    U = np.zeros((1, 2))
-    values = []
-    for s in (0.01, 0.2, 0.5, 1.0, 1.5):
-        mu = np.log(mean_o * scale) - s**2 / 2  # E[o] stays 0.25
-        with threadpool_limits(1):
-            values.append(
-                _make_tradeoff_acquisition(
-                    loss_s,
-                    _fixed_surrogate(mu, s),
-                    tradeoff_best=0.85 - 0.3 * 0.3,
-                    time_scale=scale,
-                    alpha=0.3,
-                    log=False,
-                )(U)[0]
-            )
+    # EI_T only grows (E[max(c - alpha * o, 0)] is convex in o and wider
+    # log-normals of one mean are larger in the convex order)
+    mean_o = 0.25
+    # E[o] stays 0.25 (time scale 2 s)
+    values = [_ei_t_at(np.log(mean_o * 2.0) - s**2 / 2, s) for s in SDS]
     assert np.all(np.diff(values) > 0)
     # the sharp end is the EI of L shifted by alpha * E[o]
     assert values[0] == pytest.approx(
-        _gaussian_ei(0.84 - 0.3 * mean_o, 0.02, 0.85 - 0.09), rel=1e-3
+        _gaussian_ei(0.84 - 0.3 * mean_o, 0.02, 0.76), rel=1e-3
     )
+
+
+def test_time_uncertainty_at_fixed_median_helps_only_a_losing_candidate():
+    # median o = 0.5: T = 0.84 - 0.15 = 0.69 loses to T* = 0.76, and only a
+    # faster outcome can win, so a wider time raises EI_T
+    losing = [_ei_t_at(np.log(0.5 * 2.0), s) for s in SDS]
+    assert np.all(np.diff(losing) > 0)
+    assert losing[-1] > 100 * losing[0]
+    # median o = 0.05: T = 0.825 wins clearly; a wider time adds slow
+    # outcomes that lose more than the fast ones gain
+    winning = [_ei_t_at(np.log(0.05 * 2.0), s) for s in SDS]
+    assert np.all(np.diff(winning) < 0)
+    # neither ever exceeds the EI of the score alone
+    assert max(losing + winning) < _gaussian_ei(0.84, 0.02, 0.76)
 
 
 def test_pending_points_condition_both_gps(surrogates):

@@ -6,8 +6,8 @@ share of the training set, with two independent GPs (one on the score ``L``,
 one on the log training seconds behind the normalised time ``o``). The
 acquisition is the expected improvement of ``T`` itself,
 ``EI_T = E[max(L - alpha * o - T*, 0)]`` over the best finished trade-off
-``T*``, with the log-normal ``o`` moment-matched to a Gaussian so that ``T``
-is Gaussian and ``EI_T`` closed form. The paper's eq. 2,
+``T*``: closed form in ``L`` given the time, and Gauss-Hermite quadrature
+over the log-normal ``o``, so exact up to quadrature error. The paper's eq. 2,
 ``a_L - alpha * a_o``, is its independence approximation of this quantity;
 the linear split is exact only for the expectation without the ``max``.
 Two literal readings of eq. 2-3 were measured and rejected (see the Notes of
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import logsumexp
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -40,9 +41,14 @@ __all__ = ["TradeoffBayesSearchCV", "pareto_front", "tradeoff_curve"]
 _MIN_SECONDS = 1e-4
 # Joint fantasies per hyperparameter sample for the 2nd.. point of a batch.
 _N_FANTASIES = 4
-# Cap on the log of the moments of the normalised time: absurdly wide time
-# predictions then give huge but finite moments (exp(300) ** 2 < float max).
-_LOG_MOMENT_CAP = 300.0
+# Gauss-Hermite nodes of the expectation over the log time (see
+# _log_ei_tradeoff for the accuracy this buys).
+_N_NODES = 20
+# Cap on the log normalised time at a node: an absurd prediction then gives a
+# huge but finite negative log EI instead of -inf (or an overflowing u^2).
+_LOG_TIME_CAP = 50.0
+# Quadrature terms evaluated at once (bounds the temporaries of log_ei).
+_CHUNK_TERMS = 1 << 19
 # Best trials (by the current trade-off) whose neighbourhoods the optimiser
 # searches besides its Sobol candidates.
 _N_SEEDS = 5
@@ -251,44 +257,97 @@ def _objective_parts(
 # ----------------------------------------------------------------------------
 # The acquisition
 # ----------------------------------------------------------------------------
-def _log_expm1(x: np.ndarray) -> np.ndarray:
-    """``log(exp(x) - 1)`` for ``x > 0``, without overflow for large ``x``."""
-    return x + np.log(-np.expm1(-x))
+def _hermite_rule(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and log weights of the ``n_nodes``-point Gauss-Hermite rule for
+    ``E[f(z)]``, ``z ~ N(0, 1)``: ``E[f(z)] ~ sum_k exp(log_w_k) f(z_k)``.
 
-
-def _log_normal_moments(
-    mu: Any, sigma: Any, log_scale: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and variance of ``o = exp(g) / scale`` for ``g ~ N(mu, sigma^2)``.
-
-    ``E[o] = exp(mu + sigma^2 / 2) / scale`` and
-    ``Var[o] = (exp(sigma^2) - 1) exp(2 mu + sigma^2) / scale^2``, evaluated
-    in log space; the logs are capped so that absurdly wide predictions give
-    huge but finite moments (and hence a finite acquisition) instead of inf.
+    The probabilists' rule (weight ``exp(-z^2 / 2)``) with its weights
+    normalised to sum to one, so that it is an expectation under a discrete
+    distribution matching the first ``2 n_nodes - 1`` moments of ``N(0, 1)``.
     """
-    mu = np.asarray(mu, dtype=float)
-    s2 = np.maximum(np.asarray(sigma, dtype=float), 1e-12) ** 2
-    log_mean = np.minimum(mu + 0.5 * s2 - log_scale, _LOG_MOMENT_CAP)
-    log_var = np.minimum(
-        2.0 * (mu - log_scale) + s2 + _log_expm1(s2), 2.0 * _LOG_MOMENT_CAP
-    )
-    return np.exp(log_mean), np.exp(log_var)
+    nodes, weights = hermegauss(n_nodes)
+    return nodes, np.log(weights) - np.log(weights.sum())
+
+
+_NODES, _LOG_WEIGHTS = _hermite_rule(_N_NODES)
 
 
 def _log_ei_tradeoff(
-    mean_L: Any, var_L: Any, mean_o: Any, var_o: Any, alpha: float, best: Any
+    mean_L: Any,
+    std_L: Any,
+    mean_g: Any,
+    std_g: Any,
+    alpha: float,
+    best: Any,
+    axis: tuple[int, ...] = (),
 ) -> np.ndarray:
-    """Log ``E[max(T - best, 0)]`` for Gaussian ``T = L - alpha * o``, elementwise.
+    """Log ``E[max(L - alpha * o - best, 0)]``, ``L`` Gaussian, ``o`` log-normal.
 
-    ``L`` and ``o`` independent with the given means and variances, so ``T``
-    has mean ``mean_L - alpha * mean_o`` and variance
-    ``var_L + alpha^2 var_o``; the closed form is the project's stable
-    :func:`~skbayes_search.acquisition.log_ei` (minimisation) applied to
-    ``-T`` with incumbent ``-best``.
+    ``L ~ N(mean_L, std_L^2)`` and ``o = exp(g)``, ``g ~ N(mean_g, std_g^2)``
+    independent (``g`` is the log of the *normalised* time). For fixed ``g``,
+    ``T = L - alpha * o`` is Gaussian with mean ``mean_L - alpha * o`` and
+    standard deviation ``std_L``, whose expected improvement is closed form;
+    the expectation over ``g`` is taken by Gauss-Hermite quadrature
+    (:data:`_N_NODES` nodes). Each node's log EI comes from the project's
+    stable :func:`~skbayes_search.acquisition.log_ei` applied to ``-T``
+    (minimisation) with incumbent ``-best``, and the nodes are combined by
+    ``logsumexp`` with the log weights, so the value stays finite and sloped
+    where EI underflows.
+
+    The rule is the exact expected improvement of ``T`` for a discrete
+    distribution of ``g`` that matches its first ``2 * _N_NODES - 1``
+    moments. Its weights are positive and sum to one and every node's EI is
+    at most the EI of ``L`` alone (``o > 0``), so the result never exceeds
+    ``E[max(L - best, 0)]``.
+
+    Accuracy, against adaptive quadrature (``scipy.integrate.quad``) on 1,500
+    random cases (score sd 0.001-0.05, log-time sd 0.3-1.6, ``alpha``
+    0.05-0.6, median ``o`` 0.03-1.6, ``EI_T`` at least 1e-3 of the EI of
+    ``L``): median relative error 0.3 %, 90 % of cases within 4.4 %, 99 %
+    within 15 %, at most 23 %. The largest errors occur when the score is
+    much less uncertain than ``alpha * o`` and the candidate improves only
+    if its time falls below a threshold in the lower tail of ``g``: the
+    integrand is then nearly a step in ``g``, which the nodes resolve only
+    coarsely.
+
+    Parameters
+    ----------
+    mean_L, std_L, mean_g, std_g, best : array-like, broadcastable
+        Score mean and standard deviation, log normalised-time mean and
+        standard deviation, incumbent ``T*``.
+    alpha : float
+        Weight of the normalised time, ``> 0``.
+    axis : tuple of int, default=()
+        Axes of the broadcast inputs to *average* over as well (e.g.
+        hyperparameter samples and fantasies): the log of the mean of
+        ``EI_T`` over them is returned.
+
+    Returns
+    -------
+    ndarray
+        Log ``EI_T``, of the broadcast shape without ``axis``.
     """
-    mean_T = np.asarray(mean_L, float) - alpha * np.asarray(mean_o, float)
-    sd_T = np.sqrt(np.asarray(var_L, float) + alpha * alpha * np.asarray(var_o, float))
-    return log_ei(-mean_T, sd_T, -np.asarray(best, float))
+    mean_L = np.asarray(mean_L, float)[..., None]
+    std_L = np.asarray(std_L, float)[..., None]
+    best = np.asarray(best, float)[..., None]
+    # log o at every node; the cap keeps absurdly slow predictions finite
+    # (their nodes then carry a huge but finite negative log EI)
+    log_o = np.minimum(
+        np.asarray(mean_g, float)[..., None]
+        + np.asarray(std_g, float)[..., None] * _NODES,
+        _LOG_TIME_CAP,
+    )
+    vals = log_ei(alpha * np.exp(log_o) - mean_L, std_L, -best) + _LOG_WEIGHTS
+    axis = tuple(a % (vals.ndim - 1) for a in axis)
+    n_avg = int(np.prod([vals.shape[a] for a in axis]))
+    # a plain log-sum-exp: scipy's costs a third of the whole evaluation here
+    vals = np.moveaxis(vals, axis, range(-len(axis) - 1, -1))
+    vals = vals.reshape(*vals.shape[: vals.ndim - len(axis) - 1], -1)
+    top = vals.max(axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    total = np.exp(vals - top).sum(axis=-1)
+    with np.errstate(divide="ignore"):
+        return np.log(total) + top[..., 0] - np.log(n_avg)
 
 
 def _members(
@@ -346,23 +405,19 @@ def _make_tradeoff_acquisition(
     trials (measured score, measured time normalised as now). ``L`` is the
     latent score of the loss GP (``L = -loss``, original units) and
     ``o = t / time_scale`` with ``log t`` the latent log-seconds of the time
-    GP; the two GPs are independent (paper 003, section 3.4.3). ``o`` is
-    log-normal and is replaced by the Gaussian with the same mean and
-    variance (moment matching, :func:`_log_normal_moments`), which makes
-    ``T`` Gaussian and ``EI_T`` closed form (:func:`_log_ei_tradeoff`).
-    Moment matching is close for log-time standard deviations up to about
-    0.5; beyond, the Gaussian's lower tail reaches negative times and
-    ``EI_T`` is overestimated (by ~1.6x at 1 and several-fold at 1.5 for a
-    typical candidate), i.e. time uncertainty is over-rewarded as
-    exploration. Uncertainty in time never lowers ``EI_T``: at a fixed mean
-    of ``o`` more variance only widens ``T``.
+    GP; the two GPs are independent (paper 003, section 3.4.3). Given the
+    log time ``g``, ``T`` is Gaussian and its EI closed form; the expectation
+    over ``g ~ N(mu_g, s_g^2)`` is taken by Gauss-Hermite quadrature
+    (:func:`_log_ei_tradeoff`), so ``EI_T`` is exact up to quadrature error
+    and never exceeds the EI of ``L`` alone (times are positive).
 
-    Integration: the closed form is averaged over every pair (product) of a
+    Integration: ``EI_T`` is averaged over every pair (product) of a
     loss-GP and a time-GP hyperparameter sample. The two chains are
     independent, so their joint posterior is the product of the marginals
     and averaging over all ``M_L * M_o`` pairs uses every sample; the
-    predictions are computed once per model, only the cheap closed form runs
-    on the product. With ``X_pending`` (earlier points of the batch) each GP
+    predictions are computed once per model, only the quadrature runs on the
+    product (candidates x pairs x fantasies x nodes, in chunks of
+    candidates). With ``X_pending`` (earlier points of the batch) each GP
     sample is conditioned on joint Monte Carlo fantasies of the pending
     points, for the score *and* the log time (so a pending point's time is
     no longer uncertain); fantasy ``f`` of a loss sample is paired with
@@ -417,20 +472,33 @@ def _make_tradeoff_acquisition(
             mean_L[:, i, 0, :] = -(l_mean + l_std * mu.reshape(n, -1))
             var_L[:, i, 0, 0] = l_std * l_std * var
         if use_time:
-            mean_o = np.empty((n, 1, len(time_members), n_fant))
-            var_o = np.empty_like(mean_o)
+            mean_g = np.empty((n, 1, len(time_members), n_fant))
+            std_g = np.empty((n, 1, len(time_members), 1))
             for j, (model, _) in enumerate(time_members):
                 mu, var = model.predict(U)
-                mean_o[:, 0, j, :], var_o[:, 0, j, :] = _log_normal_moments(
-                    t_mean + t_std * mu.reshape(n, -1),
-                    t_std * np.sqrt(var)[:, None],
-                    log_scale,
-                )
-            vals = _log_ei_tradeoff(mean_L, var_L, mean_o, var_o, alpha, best)
+                mean_g[:, 0, j, :] = t_mean + t_std * mu.reshape(n, -1) - log_scale
+                std_g[:, 0, j, 0] = t_std * np.sqrt(var)
+            std_L = np.sqrt(var_L)
+            # candidates per chunk: the quadrature tensor is candidates x
+            # score samples x time samples x fantasies x nodes
+            step = max(1, _CHUNK_TERMS // (best.size * _N_NODES))
+            out = np.concatenate(
+                [
+                    _log_ei_tradeoff(
+                        mean_L[c : c + step],
+                        std_L[c : c + step],
+                        mean_g[c : c + step],
+                        std_g[c : c + step],
+                        alpha,
+                        best,
+                        axis=(1, 2, 3),
+                    )
+                    for c in range(0, n, step)
+                ]
+            )
         else:
-            vals = log_ei(-mean_L, np.sqrt(var_L), -best)
-        vals = vals.reshape(n, -1)
-        out = logsumexp(vals, axis=1) - np.log(vals.shape[1])
+            vals = log_ei(-mean_L, np.sqrt(var_L), -best).reshape(n, -1)
+            out = logsumexp(vals, axis=1) - np.log(vals.shape[1])
         return out if log else np.exp(out)
 
     return func
@@ -464,9 +532,10 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     ``EI_T = E[max(L - alpha * o - T*, 0)]``,
 
     with ``T*`` the best ``T_alpha`` among the finished trials (the
-    incumbent's). ``L`` and ``o`` come from the two GPs, ``o`` log-normal and
-    replaced by the Gaussian with its mean and variance, so ``T`` is
-    Gaussian and ``EI_T`` closed form (see Notes). The selected trial is the
+    incumbent's). ``L`` and ``o`` come from the two GPs (``o`` log-normal);
+    ``EI_T`` is closed form given the time and integrated over the time by
+    Gauss-Hermite quadrature, exact up to quadrature error (see Notes). The
+    selected trial is the
     evaluated one with the highest ``T_alpha`` (ties: the faster), and
     ``best_estimator_`` is refitted on that trial's share of the data: the
     point is a cheaper model.
@@ -597,34 +666,30 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     value and ``o(lambda) = exp(g(lambda)) / scale`` with ``g`` the time
     GP's latent log-seconds and ``scale`` the current normalisation
     (``time_normalization``). The two GPs are independent, as the paper
-    assumes, so ``T = L - alpha * o`` has mean ``mu_L - alpha * m_o`` and
-    variance ``s_L^2 + alpha^2 v_o``, where for ``g ~ N(mu, s^2)``
-
-    ``m_o = exp(mu + s^2 / 2) / scale``,
-    ``v_o = (exp(s^2) - 1) exp(2 mu + s^2) / scale^2``.
-
-    Taking ``T`` Gaussian with these moments (moment matching),
-    ``EI_T = E[max(T - T*, 0)]`` is the closed-form expected improvement,
-    evaluated in log space by :func:`~skbayes_search.acquisition.log_ei`
-    on ``-T``. It is averaged over every pair of a score-GP and a time-GP
+    assumes, so for a fixed ``g`` the trade-off ``T = L - alpha * o`` is
+    Gaussian with mean ``mu_L - alpha * o`` and the score's standard
+    deviation, and ``E[max(T - T*, 0) | g]`` is the closed-form expected
+    improvement. ``EI_T`` is its expectation over ``g ~ N(mu_g, s_g^2)``,
+    taken by 20-node Gauss-Hermite quadrature with the node values combined
+    in log space (:func:`~skbayes_search.acquisition.log_ei` on ``-T``, then
+    log-sum-exp), so the optimiser still sees slopes where ``EI_T``
+    underflows. This is exact up to quadrature error: checked against
+    adaptive quadrature, the median relative error is 0.3 % and 99 % of
+    cases are within 15 % (the worst are candidates whose score is much more
+    certain than their time and that improve only if the time is in its
+    lower tail). The quadrature is an expectation under positive times, so
+    ``EI_T`` never exceeds the expected improvement of the score alone.
+    ``EI_T`` is averaged over every pair of a score-GP and a time-GP
     hyperparameter sample (the product of the two independent posteriors'
     samples) and, for the 2nd and later points of a batch, over joint
     fantasies of the pending points under both GPs (each fantasy may raise
     ``T*``). At ``alpha = 0`` the time GP is not used and ``EI_T`` is
-    exactly the expected improvement of the score (paper eq. 1).
-    Uncertainty in time is exploration value, never a penalty: at a fixed
-    mean of ``o`` a wider ``o`` only raises ``EI_T``.
-
-    Moment matching ignores that times are positive and right-skewed: the
-    Gaussian has a lower tail the log-normal lacks, so it overstates the
-    chance of a fast outcome and hence ``EI_T``. In a check against exact
-    quadrature (score sd 0.02, incumbent at ``o`` = 0.3, ``alpha`` 0.1-0.5,
-    candidate median ``o`` 0.05-0.5) the ratio to the exact value was within
-    2 % for log-time standard deviations up to 0.5 when the candidate's
-    median ``o`` was below the incumbent's (up to 0.2), 1.1-1.3x at the
-    incumbent's and about 3x at 0.5; at a standard deviation of 1 it was
-    0.97-7x, at 1.5 1.3-25x. Candidates with very uncertain times are
-    therefore over-explored compared with the exact ``EI_T``.
+    exactly the expected improvement of the score (paper eq. 1). At a fixed
+    median time, time uncertainty is exploration value where the median
+    time makes a candidate lose to the incumbent (a faster outcome may win),
+    and it lowers ``EI_T`` where the candidate wins clearly at its median
+    time (a slower outcome may lose); at a fixed *mean* time a wider ``o``
+    never lowers ``EI_T`` (the EI is convex in ``o``).
 
     **Relation to the paper.** Paper 003 presents ``a_T = a_L - alpha * a_o``
     (eq. 2, with ``a_o`` eq. 3, "similarly defined" to eq. 1) as the
