@@ -437,6 +437,58 @@ def test_alpha_zero_is_reproducible(data):
     )
 
 
+class CountedFits(ClassifierMixin, BaseEstimator):
+    """Counts its fits in a class attribute (n_jobs=1 keeps them in-process)."""
+
+    n_fits = 0
+
+    def __init__(self, c=0.5):
+        self.c = c
+
+    def fit(self, X, y):
+        type(self).n_fits += 1
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(X.shape[0], self.classes_[0])
+
+    def score(self, X, y):
+        return 1.0 - (self.c - 0.3) ** 2
+
+
+def test_resume_from_a_store_evaluates_no_trial_twice(data, tmp_path):
+    X, y = data
+    path = str(tmp_path / "trials.sqlite")
+
+    def search(n_iter):
+        return TradeoffBayesSearchCV(
+            CountedFits(),
+            {"c": Real(0.0, 1.0)},
+            n_iter=n_iter,
+            cv=3,
+            n_jobs=1,
+            store=path,
+            run_name="r",
+            **FAST,
+        )
+
+    first = search(5).fit(X, y)
+    CountedFits.n_fits = 0
+    second = search(8).fit(X, y)
+    # only the 3 new trials were fitted (3 splits each), plus the refit
+    assert CountedFits.n_fits == 3 * 3 + 1
+    r1, r2 = first.cv_results_, second.cv_results_
+    assert len(r2["params"]) == 8
+    assert r2["params"][:5] == r1["params"]
+    np.testing.assert_array_equal(r2["resource_fraction"][:5], r1["resource_fraction"])
+    np.testing.assert_array_equal(r2["mean_train_time"][:5], r1["mean_train_time"])
+    keys = [(p["c"], f) for p, f in zip(r2["params"], r2["resource_fraction"])]
+    assert len(set(keys)) == 8
+    assert second.run_name_ == "r"
+    assert second.best_index_ == np.argmax(r2["tradeoff_score"])
+
+
 # ----------------------------------------------------------------------------
 # Pareto front and the alpha curve on constructed results
 # ----------------------------------------------------------------------------

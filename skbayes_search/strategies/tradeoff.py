@@ -614,6 +614,14 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         leaves them out (a failure's duration is no training time).
     return_train_score : bool, default=False
         Whether ``cv_results_`` includes training scores.
+    store : TrialStore, str or path-like, default=None
+        A :class:`~skbayes_search.TrialStore` (or the path of one) where every
+        trial is committed the moment it finishes.
+    run_name : str, default=None
+        Name of the run in ``store``. If the run already has trials, ``fit``
+        reads them back and continues until the budget is spent, evaluating
+        no finished trial again (resume after a crash or a kill). ``None``
+        starts a fresh run with a generated name (``run_name_``).
 
     Attributes
     ----------
@@ -653,6 +661,8 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         Number of features seen during ``fit`` (when refitted).
     feature_names_in_ : ndarray of str
         Feature names seen during ``fit`` (when refitted and ``X`` has them).
+    run_name_ : str
+        Name of the run in ``store`` (only with a store).
 
     See Also
     --------
@@ -786,6 +796,8 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         random_state: Any = None,
         error_score: str | float = np.nan,
         return_train_score: bool = False,
+        store: Any = None,
+        run_name: str | None = None,
     ) -> None:
         super().__init__(
             estimator=estimator,
@@ -808,6 +820,8 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_points = n_points
         self.random_state = random_state
+        self.store = store
+        self.run_name = run_name
 
     # ------------------------------------------------------------------
     # fit
