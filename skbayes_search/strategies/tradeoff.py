@@ -823,41 +823,8 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         self.store = store
         self.run_name = run_name
 
-    # ------------------------------------------------------------------
-    # fit
-    # ------------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None, **params: Any) -> TradeoffBayesSearchCV:
-        """Run the search, select by the trade-off and refit on its fraction.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
-            Targets; ``None`` for unsupervised estimators.
-        **params : dict of str -> object
-            Parameters routed to the estimator's ``fit``, the scorer and the
-            CV splitter as in scikit-learn's search estimators.
-
-        Returns
-        -------
-        self : object
-            The fitted search.
-        """
-        try:
-            super().fit(X, y, **params)
-        finally:
-            # the surrogates only serve the proposals of this fit
-            for name in (
-                "_loss_surrogate",
-                "_time_surrogate",
-                "_design",
-                "_grid",
-                "_grid_unit",
-            ):
-                self.__dict__.pop(name, None)
-        self.pareto_front_ = _results_pareto_front(self.cv_results_, self.refit)
-        return self
+    def _end_search(self, ctx: SearchContext, results: dict) -> None:
+        self.pareto_front_ = _results_pareto_front(results, self.refit)
 
     @staticmethod
     def _checked_fractions(fractions: Any) -> np.ndarray:
