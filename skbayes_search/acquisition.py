@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr
 
-from .gp.model import cholesky_jitter, single_blas_thread
+from .gp.model import GaussianProcess, cholesky_jitter, single_blas_thread
 
 __all__ = [
     "ACQUISITIONS",
+    "fantasize",
     "lcb",
     "log_ei",
     "log_h",
@@ -108,29 +109,55 @@ def lcb(mean: Any, std: Any, kappa: float) -> np.ndarray:
     return np.asarray(mean, float) - kappa * np.asarray(std, float)
 
 
-def _fantasy_models(
+def fantasize(
     surrogate: Any,
     X_pending: np.ndarray,
-    best_std: float,
     n_fantasies: int,
     rng: np.random.Generator,
-) -> list[tuple[Any, np.ndarray]]:
-    """Per hyperparameter sample, one multi-target GP conditioned on joint draws.
+) -> list[tuple[GaussianProcess, np.ndarray]]:
+    """Condition every hyperparameter sample on joint fantasies of pending points.
 
-    Each model draws ``n_fantasies`` joint noisy outcomes at the pending
-    points and conditions on all of them at once (they share one extended
-    Cholesky factor). The incumbent of each fantasy includes its own
-    fantasised values.
+    For each fitted model of ``surrogate`` (one per hyperparameter sample) this
+    draws ``n_fantasies`` joint noisy outcomes at ``X_pending`` from the
+    model's predictive distribution (latent covariance plus the noise
+    variance) and conditions the model on all of them at once: one
+    multi-target GP whose targets share one extended Cholesky factor (Snoek et
+    al. 2012, eq. 7).
+
+    Parameters
+    ----------
+    surrogate : GPSurrogate
+        Fitted surrogate; its ``models_`` are used in order.
+    X_pending : ndarray of shape (k, d)
+        Points under evaluation (``k >= 1``), in the surrogate's input space.
+    n_fantasies : int
+        Joint draws per hyperparameter sample.
+    rng : numpy.random.Generator
+        Consumed as one ``standard_normal((k, n_fantasies))`` call per model,
+        in the order of ``surrogate.models_``, so two callers with the same
+        generator state get the same fantasies.
+
+    Returns
+    -------
+    list of (GaussianProcess, ndarray of shape (k, n_fantasies))
+        Per hyperparameter sample, the conditioned ``n_fantasies``-target model
+        and the draws it was conditioned on, on the surrogate's standardised
+        scale (original units: ``y_mean_ + y_std_ * draws``).
+
+    Notes
+    -----
+    The GP methods do not limit BLAS threads; call this inside
+    :func:`~skbayes_search.gp.model.single_blas_thread` (or another
+    one-thread limit).
     """
     out = []
     k = X_pending.shape[0]
     for model in surrogate.models_:
         mu, cov = model.predict(X_pending, full_cov=True)
         cov[np.diag_indices(k)] += model.noise_var_
-        Lc, _ = cholesky_jitter(cov)
-        yf = mu[:, None] + Lc @ rng.standard_normal((k, n_fantasies))
-        best = np.minimum(best_std, yf.min(axis=0))
-        out.append((model.condition(X_pending, yf), best))
+        chol, _ = cholesky_jitter(cov)
+        draws = mu[:, None] + chol @ rng.standard_normal((k, n_fantasies))
+        out.append((model.condition(X_pending, draws), draws))
     return out
 
 
@@ -192,7 +219,12 @@ def make_acquisition(
         if n_fantasies is None:
             n_fantasies = max(3, int(np.ceil(32 / n_models)))
         with single_blas_thread():
-            members = _fantasy_models(surrogate, pending, best_std, n_fantasies, rng)
+            fantasies = fantasize(surrogate, pending, n_fantasies, rng)
+        # the incumbent of each fantasy includes its own fantasised values
+        members = [
+            (model, np.minimum(best_std, draws.min(axis=0)))
+            for model, draws in fantasies
+        ]
     else:
         members = [(m, np.array([best_std])) for m in surrogate.models_]
 

@@ -29,9 +29,8 @@ from threadpoolctl import threadpool_limits
 
 from .._base import BaseBayesSearchCV
 from .._trial import SearchContext, Trial
-from ..acquisition import log_ei
+from ..acquisition import fantasize, log_ei
 from ..gp import GPSurrogate
-from ..gp.model import cholesky_jitter
 from ..optimize import maximize
 
 __all__ = ["TradeoffBayesSearchCV", "pareto_front", "tradeoff_curve"]
@@ -362,26 +361,17 @@ def _members(
     model conditioned on ``n_fantasies`` joint noisy draws of the pending
     targets (one multi-target model sharing one extended Cholesky factor),
     and those draws in the surrogate's original units, shape
-    ``(n_pending, n_fantasies)``. The draws consume ``rng`` in the same order
-    as the fantasies of :func:`~skbayes_search.acquisition.make_acquisition`,
-    so at ``alpha = 0`` the two agree draw for draw.
+    ``(n_pending, n_fantasies)``. The draws come from
+    :func:`~skbayes_search.acquisition.fantasize`, as those of
+    :func:`~skbayes_search.acquisition.make_acquisition` do, so at
+    ``alpha = 0`` the two agree draw for draw.
     """
     if X_pending is None or len(X_pending) == 0:
         return [(m, None) for m in surrogate.models_]
-    k = X_pending.shape[0]
-    out = []
-    for model in surrogate.models_:
-        mu, cov = model.predict(X_pending, full_cov=True)
-        cov[np.diag_indices(k)] += model.noise_var_
-        chol, _ = cholesky_jitter(cov)
-        yf = mu[:, None] + chol @ rng.standard_normal((k, n_fantasies))
-        out.append(
-            (
-                model.condition(X_pending, yf),
-                surrogate.y_mean_ + surrogate.y_std_ * yf,
-            )
-        )
-    return out
+    return [
+        (model, surrogate.y_mean_ + surrogate.y_std_ * draws)
+        for model, draws in fantasize(surrogate, X_pending, n_fantasies, rng)
+    ]
 
 
 def _make_tradeoff_acquisition(
