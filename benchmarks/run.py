@@ -39,7 +39,7 @@ from .calibration import (
     random_n_iter,
 )
 from .execute import incumbents_for, read_t0, trials_from_scorer_log
-from .methods import METHODS, availability, resolve_methods
+from .methods import METHODS, OURS, availability, resolve_methods
 from .refit import refit_incumbents
 from .tasks import SPLIT_SEED, Task, load_task
 
@@ -357,7 +357,31 @@ def main(argv: list[str] | None = None) -> int:
         run_task(task_name.strip(), args, methods, out, avail)
     report.build(out)
     print(f"wrote {out / 'summary.md'}", flush=True)
-    return 0
+    broken = _broken_runs_of_ours(out, methods, avail)
+    for line in broken:
+        print(f"FAILED: {line}", flush=True)
+    # Peers may be missing (reported above); a run of ours that did not end
+    # with a record is a bug, and the smoke test must say so.
+    return 1 if broken else 0
+
+
+def _broken_runs_of_ours(
+    out: Path, methods: list[str], avail: dict[str, str | None]
+) -> list[str]:
+    broken = []
+    for name in methods:
+        if name not in OURS:
+            continue
+        if avail[name] is not None:
+            broken.append(f"{name} not available: {avail[name]}")
+            continue
+        for path in sorted(out.glob(f"runs/*/{name}-seed*.json")):
+            if path.name.endswith(".spec.json"):
+                continue
+            status = json.loads(path.read_text()).get("status")
+            if status != "ok":
+                broken.append(f"{path.relative_to(out)}: status {status}")
+    return broken
 
 
 if __name__ == "__main__":
