@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist, pdist, squareform
 
-__all__ = ["BasisKernel", "Kernel", "Matern52", "ProductKernel", "SumKernel"]
+__all__ = [
+    "BasisKernel",
+    "Kernel",
+    "Matern52",
+    "ProductKernel",
+    "StationaryARD",
+    "SumKernel",
+]
 
 _SQRT5 = np.sqrt(5.0)
 
@@ -154,14 +161,17 @@ class Kernel:
         return SumKernel(self, other)
 
 
-class Matern52(Kernel):
-    """Matern-5/2 kernel with one length scale per selected input column (ARD).
+class StationaryARD(Kernel):
+    """Base of the stationary kernels of an ARD-scaled distance.
 
-    ``k(x, x') = (1 + sqrt(5) r + 5/3 r^2) exp(-sqrt(5) r)`` with
-    ``r^2 = sum_d (x_d - x'_d)^2 / l_d^2`` over the columns ``dims``. The
+    ``k(x, x') = f(r^2)`` with ``r^2 = sum_d (x_d - x'_d)^2 / l_d^2`` over the
+    columns ``dims`` and ``f(0) = 1`` (the amplitude is the GP's). The
     hyperparameters are ``log l_d``; their prior is flat (top-hat) on
-    ``log_length_bounds`` (inputs live in the unit cube, so the default
-    ``[log 0.01, log 10]`` spans everything from very wiggly to almost linear).
+    ``log_length_bounds``. This class holds the column selection, the box and
+    prior, and the scaled distances; a subclass gives only the radial profile
+    ``f`` (:meth:`_profile`) and its slope ``w = -2 df / d(r^2)``
+    (:meth:`_profile_slope`), from which ``dk / d log l_d = w(r^2)
+    (x_d - x'_d)^2 / l_d^2``.
 
     Parameters
     ----------
@@ -182,7 +192,7 @@ class Matern52(Kernel):
         log_length_bounds: tuple[float, float] = (np.log(0.01), np.log(10.0)),
         n_dims: int | None = None,
     ):
-        self.dims = None if dims is None else [int(d) for d in dims]
+        self.dims = self._dims_from(dims)
         self.log_length_bounds = (
             float(log_length_bounds[0]),
             float(log_length_bounds[1]),
@@ -192,19 +202,33 @@ class Matern52(Kernel):
         self.n_dims = n_dims if self.dims is None else len(self.dims)
 
     def __repr__(self) -> str:
-        return f"Matern52(dims={self.dims}, n_dims={self.n_dims})"
+        return f"{type(self).__name__}(dims={self.dims}, n_dims={self.n_dims})"
 
-    def set_n_dims(self, n_dims: int) -> Matern52:
+    @staticmethod
+    def _dims_from(dims: Sequence[int] | None) -> list[int] | None:
+        """The ``dims`` argument as a list of ints (subclasses may refuse some)."""
+        return None if dims is None else [int(d) for d in dims]
+
+    def _profile(self, r2: np.ndarray) -> np.ndarray:
+        """``f(r^2)`` elementwise; may overwrite ``r2`` (a fresh temporary)."""
+        raise NotImplementedError
+
+    def _profile_slope(self, r2: np.ndarray) -> np.ndarray:
+        """``-2 df / d(r^2)`` elementwise; may overwrite ``r2``."""
+        raise NotImplementedError
+
+    def set_n_dims(self, n_dims: int) -> StationaryARD:
         """Fix the number of columns when ``dims`` is None (returns self)."""
+        name = type(self).__name__
         if self.dims is not None:
             if n_dims < max(self.dims) + 1:
                 raise ValueError(
-                    f"Matern52 uses column {max(self.dims)} but X has {n_dims}."
+                    f"{name} uses column {max(self.dims)} but X has {n_dims}."
                 )
             return self
         if self.n_dims is not None and self.n_dims != int(n_dims):
             raise ValueError(
-                f"Matern52 was set up for {self.n_dims} columns, got {n_dims}."
+                f"{name} was set up for {self.n_dims} columns, got {n_dims}."
             )
         self.n_dims = int(n_dims)
         return self
@@ -213,8 +237,8 @@ class Matern52(Kernel):
     def n_params(self) -> int:
         if self.n_dims is None:
             raise ValueError(
-                "Matern52(dims=None) does not know the input width yet; call "
-                "set_n_dims(n_dims) first."
+                f"{type(self).__name__}(dims=None) does not know the input width "
+                "yet; call set_n_dims(n_dims) first."
             )
         return self.n_dims
 
@@ -233,7 +257,8 @@ class Matern52(Kernel):
                 self.n_dims = X.shape[1]
             elif X.shape[1] != self.n_dims:
                 raise ValueError(
-                    f"Matern52 expects {self.n_dims} columns, got {X.shape[1]}."
+                    f"{type(self).__name__} expects {self.n_dims} columns, got "
+                    f"{X.shape[1]}."
                 )
             return X
         return X[:, self.dims]
@@ -253,8 +278,71 @@ class Matern52(Kernel):
         return (A, B)
 
     @staticmethod
-    def _from_sqdist(r: np.ndarray) -> np.ndarray:
+    def _scaled(theta: np.ndarray, pre: Any) -> tuple[np.ndarray, np.ndarray | None]:
+        """The cached inputs divided by the length scales (``None`` stays)."""
+        A, B = pre
+        inv_l = np.exp(-np.asarray(theta, dtype=float))
+        return A * inv_l, None if B is None else B * inv_l
+
+    def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+        As, Bs = self._scaled(theta, pre)
+        # (c|p)dist work on differences, so r^2 of nearby points has no
+        # cancellation; the symmetric case does half the work and is exactly
+        # symmetric with a unit diagonal
+        if Bs is None:
+            if As.shape[0] < 2:
+                return np.ones((As.shape[0], As.shape[0]))
+            K = squareform(self._profile(pdist(As, "sqeuclidean")))
+            np.fill_diagonal(K, 1.0)
+            return K
+        return self._profile(cdist(As, Bs, "sqeuclidean"))
+
+    def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
+        return np.ones(_as_2d(X).shape[0])
+
+    def gradient(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+        As, Bs = self._scaled(theta, pre)
+        Bs = As if Bs is None else Bs
+        w = self._profile_slope(cdist(As, Bs, "sqeuclidean"))
+        # one (n1, n2) slice per length scale, so no (n1, n2, d) temporary
+        out = np.empty((As.shape[1], As.shape[0], Bs.shape[0]))
+        for d in range(As.shape[1]):
+            diff = As[:, d, None] - Bs[None, :, d]
+            np.multiply(diff, diff, out=out[d])
+            out[d] *= w
+        return out
+
+    def gradient_dot(self, theta: np.ndarray, pre: Any, W: np.ndarray) -> np.ndarray:
+        # sum_ij M_ij (a_id - b_jd)^2 with M = W * w, expanded into matrix
+        # products so no (n1, n2, d) tensor is formed
+        As, Bs = self._scaled(theta, pre)
+        Bs = As if Bs is None else Bs
+        M = W * self._profile_slope(cdist(As, Bs, "sqeuclidean"))
+        rows = M.sum(axis=1)
+        cols = M.sum(axis=0)
+        cross = np.einsum("id,id->d", As, M @ Bs)
+        return (As * As).T @ rows + (Bs * Bs).T @ cols - 2.0 * cross
+
+
+class Matern52(StationaryARD):
+    """Matern-5/2 kernel with one length scale per selected input column (ARD).
+
+    ``k(x, x') = (1 + sqrt(5) r + 5/3 r^2) exp(-sqrt(5) r)`` with
+    ``r^2 = sum_d (x_d - x'_d)^2 / l_d^2`` over the columns ``dims``. The
+    hyperparameters are ``log l_d``; their prior is flat (top-hat) on
+    ``log_length_bounds`` (inputs live in the unit cube, so the default
+    ``[log 0.01, log 10]`` spans everything from very wiggly to almost linear).
+
+    Parameters
+    ----------
+    dims, log_length_bounds, n_dims
+        The columns looked at, the bounds of every log length scale and the
+        input width when ``dims`` is None; see :class:`StationaryARD`.
+    """
+
+    def _profile(self, r2: np.ndarray) -> np.ndarray:
         # (1 + r + r^2 / 3) exp(-r) with r = sqrt(5 r2), in place
+        r = r2
         np.sqrt(r, out=r)
         r *= _SQRT5
         k = r * r
@@ -266,49 +354,10 @@ class Matern52(Kernel):
         k *= r
         return k
 
-    def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
-        A, B = pre
-        inv_l = np.exp(-np.asarray(theta, dtype=float))
-        As = A * inv_l
-        # (c|p)dist work on differences, so r^2 of nearby points has no
-        # cancellation; the symmetric case does half the work and is exactly
-        # symmetric with a unit diagonal
-        if B is None:
-            if As.shape[0] < 2:
-                return np.ones((As.shape[0], As.shape[0]))
-            K = squareform(self._from_sqdist(pdist(As, "sqeuclidean")))
-            np.fill_diagonal(K, 1.0)
-            return K
-        return self._from_sqdist(cdist(As, B * inv_l, "sqeuclidean"))
-
-    def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
-        return np.ones(_as_2d(X).shape[0])
-
-    def gradient(self, theta: np.ndarray, pre: Any) -> np.ndarray:
-        # d k / d log l_d = 5/3 (1 + sqrt5 r) exp(-sqrt5 r) (x_d - x'_d)^2 / l_d^2,
-        # which is regular at r = 0.
-        A, B = pre
-        B = A if B is None else B
-        inv_l = np.exp(-np.asarray(theta, dtype=float))
-        As, Bs = A * inv_l, B * inv_l
-        diff2 = (As[:, None, :] - Bs[None, :, :]) ** 2
-        r = np.sqrt(diff2.sum(axis=2)) * _SQRT5
-        g = (5.0 / 3.0) * (1.0 + r) * np.exp(-r)
-        return np.moveaxis(diff2 * g[:, :, None], 2, 0)
-
-    def gradient_dot(self, theta: np.ndarray, pre: Any, W: np.ndarray) -> np.ndarray:
-        # sum_ij M_ij (a_id - b_jd)^2 with M = W * g, expanded into matrix
-        # products so no (n1, n2, d) tensor is formed
-        A, B = pre
-        inv_l = np.exp(-np.asarray(theta, dtype=float))
-        As = A * inv_l
-        Bs = As if B is None else B * inv_l
-        r = np.sqrt(cdist(As, Bs, "sqeuclidean")) * _SQRT5
-        M = W * ((5.0 / 3.0) * (1.0 + r) * np.exp(-r))
-        rows = M.sum(axis=1)
-        cols = M.sum(axis=0)
-        cross = np.einsum("id,id->d", As, M @ Bs)
-        return (As * As).T @ rows + (Bs * Bs).T @ cols - 2.0 * cross
+    def _profile_slope(self, r2: np.ndarray) -> np.ndarray:
+        # 5/3 (1 + sqrt5 r) exp(-sqrt5 r): regular at r = 0
+        r = np.sqrt(r2) * _SQRT5
+        return (5.0 / 3.0) * (1.0 + r) * np.exp(-r)
 
 
 class BasisKernel(Kernel):
