@@ -217,13 +217,22 @@ def test_current_responses_are_restandardised_every_iteration():
         assert np.mean(y[9:]) == pytest.approx(0.0, abs=1e-12)
 
 
+class KeepState(TransferBayesSearchCV):
+    """Keeps the last GP and response surface, which fit otherwise drops."""
+
+    def _end_search(self, ctx, results):
+        super()._end_search(ctx, results)
+        self.kept_surrogate_ = self._surrogate
+        self.kept_surface_ = self._surface
+
+
 def test_search_records_running_estimates_and_feeds_them_to_the_gp(
     prior_store, tmp_path
 ):
     store = _copy_store(prior_store, str(tmp_path))
     X, y, _ = _task(np.random.default_rng(7), 50)
     with threadpool_limits(1):
-        search = TransferBayesSearchCV(
+        search = KeepState(
             Bowl(), SPACE, store=store, n_iter=5, cv=2, random_state=0
         ).fit(X, y)
     res = search.cv_results_
@@ -236,10 +245,10 @@ def test_search_records_running_estimates_and_feeds_them_to_the_gp(
         assert res["dataset_score_std"][t] == pytest.approx(expected_std)
     # the last GP fit saw the current dataset's responses standardised with
     # the estimates of the first 4 trials, after all prior responses
-    gp_y = search._surrogate.y_
+    gp_y = search.kept_surrogate_.y_
     expected, _, _ = standardise(-scores[:4])
     np.testing.assert_allclose(gp_y[-4:], expected)
-    np.testing.assert_allclose(gp_y[:-4], search._surface.y_prior)
+    np.testing.assert_allclose(gp_y[:-4], search.kept_surface_.y_prior)
 
 
 # ---------------------------------------------------------------------------
@@ -590,7 +599,7 @@ def test_neighbours_are_the_nearest_datasets_in_meta_feature_space(tmp_path):
             random_replacement=0.0,
         ).fit(X, y)
     X, y, _ = _task(rng, 50)
-    search = TransferBayesSearchCV(
+    search = KeepState(
         Bowl(), SPACE, store=path, n_iter=2, cv=2, random_state=0, n_neighbors=2
     ).fit(X, y)
     runs = search.transfer_runs_
@@ -599,7 +608,7 @@ def test_neighbours_are_the_nearest_datasets_in_meta_feature_space(tmp_path):
         [r["distance"] for r in runs], np.abs(np.log([20, 400, 60]) - np.log(50))
     )
     assert [r["neighbor"] for r in runs] == [True, False, True]
-    flags = search._surface.X_prior[:, -1]
+    flags = search.kept_surface_.X_prior[:, -1]
     np.testing.assert_array_equal(flags, [1, 1, 0, 0, 1, 1])
     # user-supplied meta-features move the current dataset
     search.set_params(meta_features={"n_samples": 400}, n_iter=1).fit(X, y)
