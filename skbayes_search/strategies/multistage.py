@@ -394,8 +394,7 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         return []
 
     def _finalize(self, ctx: SearchContext) -> list[Trial]:
-        stages, n_iter = self._plan()
-        last = len(stages) - 1
+        last = len(self._plan()[0]) - 1
         done = _of_stage(ctx.trials, last)
         if done:
             if last == 0:
@@ -410,12 +409,8 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
             if source:
                 handoff = _top_k(source, self.top_k)
                 return [Trial(p, 1.0, iter=last) for p in handoff]
-        # Not a single trial ran (max_time shorter than the set-up): start
-        # stage 1's design on the full data so that a result exists.
-        n_first = min(self.top_k, n_iter[last])
-        return self._proposer(ctx, 0).ask(
-            ctx, [], n_first, fraction=1.0, iteration=last
-        )
+        # The base always runs the first batch, so some stage has results.
+        return []
 
     def _select_best(self, results: dict, refit_metric: str) -> int:
         if callable(self.refit):
