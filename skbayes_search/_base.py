@@ -29,6 +29,7 @@ from sklearn.utils.validation import (
 
 from ._evaluate import TrialEvaluator, stratified_order, subset_size
 from ._journal import SearchJournal, as_store
+from ._progress import progress_bar
 from ._trial import SearchContext, Trial, TrialRecord
 from .space import SearchSpace
 from .storage import TrialStore
@@ -286,10 +287,15 @@ class BaseBayesSearchCV(BaseSearchCV):
                         t.elapsed_time for t in ctx.trials
                     )
             self._ctx = ctx
+            ctx.progress = progress_bar(
+                self.verbose, ctx.budget, len(ctx.trials), type(self).__name__
+            )
             try:
                 self._run_search(evaluate_candidates)
             finally:
                 del self._ctx
+                if ctx.progress is not None:
+                    ctx.progress.close()
 
         if journal is not None:
             journal.finish()
@@ -402,6 +408,10 @@ class BaseBayesSearchCV(BaseSearchCV):
             return
         scores = ctx.scores()
         best = np.nanmax(scores) if np.isfinite(scores).any() else np.nan
+        if ctx.progress is not None:
+            ctx.progress.set_postfix(best=f"{best:.5g}", refresh=False)
+            ctx.progress.update(1)
+            return
         status = "failed" if record.failed else f"score={record.score:.5g}"
         print(
             f"[{type(self).__name__}] trial {len(ctx.trials)}/{ctx.budget} "
