@@ -28,6 +28,8 @@ from skbayes_search.strategies.transfer import (
     PriorDataset,
     ResponseSurface,
     TransferBayesSearchCV,
+    _fit_map_gp,
+    estimate_location_scale,
     replace_coordinates,
     standardise,
 )
@@ -217,12 +219,85 @@ def test_current_responses_are_restandardised_every_iteration():
         assert np.mean(y[9:]) == pytest.approx(0.0, abs=1e-12)
 
 
+def _location_scale_by_least_squares(f, m, prior_std, r, n_pseudo=2.0):
+    # the MAP of f_t = mu + sigma m_t + N(0, prior_std^2 r) with
+    # sigma ~ N(prior_std, prior_std^2 / n_pseudo) as one stacked least squares
+    noise = prior_std * np.sqrt(r)
+    A = np.vstack(
+        [np.column_stack([np.ones_like(m), m]) / noise, [0.0, np.sqrt(n_pseudo)]]
+    )
+    b = np.r_[f / noise, np.sqrt(n_pseudo)]
+    A[-1, 1] /= prior_std
+    mu, sigma = np.linalg.lstsq(A, b, rcond=None)[0]
+    return mu, sigma
+
+
+def test_location_scale_estimate_uses_the_transferred_prediction():
+    rng = np.random.default_rng(0)
+    # one trial: the prior scale, and the response equals its prediction
+    mean, std = estimate_location_scale(np.array([0.2]), np.array([-1.5]), 0.04, 0.5)
+    assert std == pytest.approx(0.04)
+    assert (0.2 - mean) / std == pytest.approx(-1.5)
+    # a good first trial is not declared average, as the moments would
+    y, _, _ = standardise(np.array([0.2]))
+    assert y[0] == 0.0
+    # the closed form is the MAP of the regression
+    for t in (2, 3, 6, 20):
+        m = rng.normal(size=t)
+        f = 0.3 + 0.05 * m + 0.01 * rng.normal(size=t)
+        got = estimate_location_scale(f, m, 0.2, 0.3)
+        np.testing.assert_allclose(
+            got, _location_scale_by_least_squares(f, m, 0.2, 0.3), rtol=1e-10
+        )
+    # the data's slope takes over from the prior scale as trials accumulate
+    errors = []
+    for t in (2, 5, 20, 200):
+        m = np.linspace(-2.0, 2.0, t)
+        mean, std = estimate_location_scale(0.3 + 0.05 * m, m, 0.2, 0.3)
+        errors.append(abs(std - 0.05))
+        assert 0.05 <= std <= 0.2
+        # the mean of the scores is not the dataset's mean when the trials
+        # sit where the prediction is good
+        mean_good, _ = estimate_location_scale(0.3 + 0.05 * m[:2], m[:2] - 1.0, 0.05, 1)
+        assert mean_good > 0.3 + 0.05 * np.mean(m[:2])
+    assert errors == sorted(errors, reverse=True) and errors[-1] < 0.01
+    # a falling slope (the transfer is wrong here) floors the scale
+    m = np.linspace(-1.0, 1.0, 30)
+    _, std = estimate_location_scale(-m, m, 0.2, 0.1)
+    assert std == pytest.approx(0.02)
+
+
+def test_training_set_with_predictions_and_without_neighbours():
+    rng = np.random.default_rng(1)
+    p1 = _prior(1, rng.uniform(size=(5, 2)), 100.0 + 10.0 * rng.normal(size=5))
+    p2 = _prior(2, rng.uniform(size=(4, 2)), 0.01 * rng.normal(size=4))
+    surface = ResponseSurface([p1, p2], neighbours=[0, 1], n_dims=2)
+    _, _, s1 = standardise(p1.losses)
+    _, _, s2 = standardise(p2.losses)
+    assert surface.prior_std == pytest.approx(np.median([s1, s2]))
+    X_cur = rng.uniform(size=(3, 2))
+    losses = np.array([0.4, 0.1, 0.3])
+    predicted = np.array([0.5, -1.0, 0.2])
+    _, y, mean, std = surface.training_set(X_cur, losses, predicted, 0.4)
+    expected = estimate_location_scale(losses, predicted, surface.prior_std, 0.4)
+    assert (mean, std) == pytest.approx(expected)
+    np.testing.assert_allclose(y[9:], (losses - mean) / std)
+    np.testing.assert_array_equal(y[:9], surface.y_prior)
+    # no neighbour to take a scale from: the paper's moment estimates
+    lonely = ResponseSurface([p1, p2], neighbours=[], n_dims=2)
+    _, y, mean, std = lonely.training_set(X_cur, losses, predicted, 0.4)
+    assert (mean, std) == pytest.approx((losses.mean(), losses.std()))
+
+
 class KeepState(TransferBayesSearchCV):
-    """Keeps the last GP and response surface, which fit otherwise drops."""
+    """Keeps the GPs, predictions and surface, which fit otherwise drops."""
 
     def _end_search(self, ctx, results):
         super()._end_search(ctx, results)
         self.kept_surrogate_ = self._surrogate
+        self.kept_prior_gp_ = self._prior_gp
+        self.kept_predicted_ = np.array(self._predicted)
+        self.kept_predicted_var_ = np.array(self._predicted_var)
         self.kept_surface_ = self._surface
 
 
@@ -237,18 +312,84 @@ def test_search_records_running_estimates_and_feeds_them_to_the_gp(
         ).fit(X, y)
     res = search.cv_results_
     scores = res["mean_test_score"]
+    surface = search.kept_surface_
+    # every trial was predicted once from the prior datasets alone
+    U = SearchSpace(SPACE).to_unit(list(res["params"]))
+    mean, _ = search.kept_prior_gp_.predict(surface.augment(U))
+    predicted = search.kept_predicted_
+    np.testing.assert_allclose(predicted[:4], mean[0, :4])
     assert np.isnan(res["dataset_score_mean"][0])
     for t in range(1, 5):
         # the estimates used for proposal t are those of trials 0..t-1
-        assert res["dataset_score_mean"][t] == pytest.approx(scores[:t].mean())
-        expected_std = scores[:t].std() if t > 1 else 1.0
-        assert res["dataset_score_std"][t] == pytest.approx(expected_std)
+        residual = np.clip(search.kept_predicted_var_[:t].mean(), 0.05, 1.0)
+        mu, sigma = estimate_location_scale(
+            -scores[:t], predicted[:t], surface.prior_std, residual
+        )
+        assert res["dataset_score_mean"][t] == pytest.approx(-mu)
+        assert res["dataset_score_std"][t] == pytest.approx(sigma)
+    # after one trial the response is its prediction, not the moments' zero
+    assert res["dataset_score_std"][1] == pytest.approx(surface.prior_std)
     # the last GP fit saw the current dataset's responses standardised with
     # the estimates of the first 4 trials, after all prior responses
     gp_y = search.kept_surrogate_.y_
-    expected, _, _ = standardise(-scores[:4])
-    np.testing.assert_allclose(gp_y[-4:], expected)
-    np.testing.assert_allclose(gp_y[:-4], search.kept_surface_.y_prior)
+    np.testing.assert_allclose(gp_y[-4:], (-scores[:4] - mu) / sigma)
+    np.testing.assert_allclose(gp_y[:-4], surface.y_prior)
+
+
+@pytest.mark.parametrize("kernel", ["mkl", "sqe"])
+def test_first_trial_is_the_best_predicted_prior_configuration(
+    prior_store, tmp_path, kernel
+):
+    store = _copy_store(prior_store, str(tmp_path))
+    X, y, _ = _task(np.random.default_rng(9), 45)
+    with threadpool_limits(1):
+        search = KeepState(
+            Bowl(), SPACE, store=store, kernel=kernel, n_iter=1, cv=2, random_state=0
+        ).fit(X, y)
+    surface = search.kept_surface_
+    first = SearchSpace(SPACE).to_unit([search.cv_results_["params"][0]])[0]
+    tried = np.unique(surface.X_prior[:, :2], axis=0)
+    # a configuration tried before, not an extrapolated corner
+    assert np.abs(tried - first).max(axis=1).min() < 1e-9
+    mean, _ = search.kept_prior_gp_.predict(surface.augment(tried))
+    best = tried[np.argmin(mean[0])]
+    np.testing.assert_allclose(first, best, atol=1e-9)
+
+
+def test_independent_search_keeps_the_paper_moments(tmp_path):
+    X, y, _ = _task(np.random.default_rng(8), 30)
+    with threadpool_limits(1):
+        search = TransferBayesSearchCV(
+            Bowl(),
+            SPACE,
+            store=str(tmp_path / "s.sqlite"),
+            n_iter=4,
+            cv=2,
+            random_state=0,
+        ).fit(X, y)
+    res = search.cv_results_
+    scores = res["mean_test_score"]
+    for t in range(1, 4):
+        assert res["dataset_score_mean"][t] == pytest.approx(scores[:t].mean())
+        expected_std = scores[:t].std() if t > 1 else 1.0
+        assert res["dataset_score_std"][t] == pytest.approx(expected_std)
+
+
+def test_failed_map_fit_is_retried_from_fresh_starts():
+    class Failing:
+        kernel = sqe_kernel(2)
+
+        def fit(self, X, y):
+            raise np.linalg.LinAlgError("MAP fit failed from every start.")
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(size=(6, 2)), np.zeros(6), np.ones(6)])
+    y = rng.normal(size=6)
+    fitted = _fit_map_gp(Failing(), X, y, np.random.default_rng(1))
+    assert fitted.n_fits_ == 1 and np.all(np.isfinite(fitted.predict(X)[0]))
+    # deterministic given the generator
+    again = _fit_map_gp(Failing(), X, y, np.random.default_rng(1))
+    np.testing.assert_array_equal(fitted.thetas_, again.thetas_)
 
 
 # ---------------------------------------------------------------------------

@@ -43,6 +43,9 @@ _META_KEYS = ("n_samples", "n_features", "n_classes")
 # Acquisition candidates; a small finite space needs far fewer (they all snap
 # onto its few points).
 _N_CANDIDATES = 2048
+# Weight, in trials, of the prior datasets' typical std in the current
+# dataset's scale estimate (see estimate_location_scale).
+_N_PSEUDO = 2.0
 
 
 # ----------------------------------------------------------------------------
@@ -74,6 +77,65 @@ def standardise(losses: np.ndarray) -> tuple[np.ndarray, float, float]:
         # no spread: the rounding residue of the mean is not a deviation
         return np.zeros_like(losses), mean, 1.0
     return (losses - mean) / std, mean, std
+
+
+def estimate_location_scale(
+    losses: np.ndarray,
+    predicted: np.ndarray,
+    prior_std: float,
+    residual_var: float,
+    n_pseudo: float = _N_PSEUDO,
+) -> tuple[float, float]:
+    """Current dataset's mean and std given the transferred prediction.
+
+    The paper's model is ``f_d(x) = mu_d + sigma_d y(x)`` with ``y`` the common
+    (standardised) response surface. Its plain moment estimates of ``mu_d``
+    and ``sigma_d`` assume the trials are a random sample of the space; they
+    are not (the first trial is the best predicted point, the next ones
+    maximise EI), so with few trials the good first point is declared
+    "average" (response 0) and two close scores become -1 and +1. Here the
+    transferred surface's prediction ``m_t`` of ``y`` at each trial (from the
+    prior datasets only, computed once per trial) is used instead: the
+    estimates maximise the posterior of the regression ``f_t = mu + sigma
+    m_t + e_t``, ``e_t ~ N(0, sigma0^2 r)``, with a flat prior on ``mu`` and
+    ``sigma ~ N(sigma0, sigma0^2 / n_pseudo)`` centred on the prior datasets'
+    typical std ``sigma0``::
+
+        sigma = (S_mf / r + n_pseudo sigma0) / (S_mm / r + n_pseudo)
+        mu = mean(f) - sigma mean(m)
+
+    (``S`` centred sums of squares and products). One trial gives
+    ``sigma = sigma0`` and a response equal to its prediction; with more
+    trials the slope of the scores on the predictions takes over. The cost
+    stays O(T) per iteration.
+
+    Parameters
+    ----------
+    losses : ndarray of shape (t,)
+        The current dataset's finite losses, ``t >= 1``.
+    predicted : ndarray of shape (t,)
+        The transferred surface's predicted response at those trials.
+    prior_std : float
+        ``sigma0`` (> 0), in loss units.
+    residual_var : float
+        ``r`` (> 0): variance of a response around its prediction.
+    n_pseudo : float, default=2
+        Weight of ``sigma0`` in trials.
+
+    Returns
+    -------
+    mean, std : float
+        ``std`` is at least ``prior_std / 10`` (a falling slope means the
+        transferred prediction is wrong here, not that the scale is negative).
+    """
+    f = np.asarray(losses, dtype=float)
+    m = np.asarray(predicted, dtype=float)
+    fc, mc = f - f.mean(), m - m.mean()
+    slope = (float(mc @ fc) / residual_var + n_pseudo * prior_std) / (
+        float(mc @ mc) / residual_var + n_pseudo
+    )
+    std = max(slope, 0.1 * prior_std)
+    return float(f.mean() - std * m.mean()), float(std)
 
 
 def meta_feature_vector(meta: Mapping[str, Any]) -> np.ndarray:
@@ -211,16 +273,21 @@ class ResponseSurface:
     def __init__(self, prior: list[PriorDataset], neighbours: Any, n_dims: int):
         self.n_dims = int(n_dims)
         neighbours = set(int(i) for i in neighbours)
-        blocks, ys = [], []
+        blocks, ys, group_stds = [], [], []
         for i, data in enumerate(prior):
-            y, _, _ = standardise(data.losses)
+            y, _, std = standardise(data.losses)
             flag = 1.0 if i in neighbours else 0.0
             cols = np.tile([i + 1.0, flag], (len(y), 1))
             blocks.append(np.hstack([data.X, cols]))
             ys.append(y)
+            if flag and np.any(y != 0.0):
+                group_stds.append(std)
         self.X_prior = np.vstack(blocks) if blocks else np.empty((0, self.n_dims + 2))
         self.y_prior = np.concatenate(ys) if ys else np.empty(0)
         self.in_group = self.X_prior[:, -1] == 1.0
+        # typical scale of the nearest datasets' losses: the current dataset's
+        # scale before its own trials say otherwise
+        self.prior_std = float(np.median(group_stds)) if group_stds else math.nan
 
     def augment(self, U: np.ndarray) -> np.ndarray:
         """Unit-cube points of the current dataset as GP inputs."""
@@ -228,7 +295,11 @@ class ResponseSurface:
         return np.hstack([U, np.zeros((len(U), 1)), np.ones((len(U), 1))])
 
     def training_set(
-        self, X_current: np.ndarray, losses_current: np.ndarray
+        self,
+        X_current: np.ndarray,
+        losses_current: np.ndarray,
+        predicted: np.ndarray | None = None,
+        residual_var: float = 1.0,
     ) -> tuple[np.ndarray, np.ndarray, float, float]:
         """All prior responses plus the current ones, re-standardised.
 
@@ -236,6 +307,13 @@ class ResponseSurface:
         ----------
         X_current : ndarray of shape (t, n_dims)
         losses_current : ndarray of shape (t,)
+        predicted : ndarray of shape (t,), default=None
+            The transferred surface's predicted responses at ``X_current``.
+            With them (and prior datasets in the group) the current mean and
+            std come from :func:`estimate_location_scale`; without, they are
+            the paper's moment estimates (:func:`standardise`).
+        residual_var : float, default=1.0
+            Variance of a response around its prediction.
 
         Returns
         -------
@@ -245,7 +323,18 @@ class ResponseSurface:
         mean, std : float
             The current dataset's estimates (nan without current trials).
         """
-        y_cur, mean, std = standardise(losses_current)
+        losses_current = np.asarray(losses_current, dtype=float)
+        if (
+            predicted is None
+            or not np.isfinite(self.prior_std)
+            or not len(losses_current)
+        ):
+            y_cur, mean, std = standardise(losses_current)
+        else:
+            mean, std = estimate_location_scale(
+                losses_current, predicted, self.prior_std, residual_var
+            )
+            y_cur = (losses_current - mean) / std
         X = np.vstack([self.X_prior, self.augment(X_current)])
         return X, np.concatenate([self.y_prior, y_cur]), mean, std
 
@@ -289,6 +378,30 @@ def replace_coordinates(
         return space.to_unit([draw])[0], 1 + len(set(proposal) & set(draw))
 
 
+def _fit_map_gp(
+    surrogate: GPSurrogate, X: np.ndarray, y: np.ndarray, rng: np.random.Generator
+) -> GPSurrogate:
+    """Fit a MAP surrogate; on a failed fit retry from fresh random starts.
+
+    A refit starts only from the previous optimum, and L-BFGS-B can end on a
+    point where the log posterior is not finite (seen with two equal scores:
+    length scales pushed onto their upper bound), which fails the fit. The
+    retry is a new surrogate with the same kernel and more random starts,
+    seeded from ``rng`` (drawn from only when a fit fails).
+    """
+    try:
+        return surrogate.fit(X, y)
+    except np.linalg.LinAlgError:
+        seed = int(rng.integers(2**31))
+        retry = GPSurrogate(
+            surrogate.kernel,
+            hyperparameter_sampling="map",
+            n_restarts=8,
+            random_state=seed,
+        )
+        return retry.fit(X, y)
+
+
 def _n_candidates(space: Any) -> int:
     if space.cardinality > _N_CANDIDATES // 4:
         return _N_CANDIDATES
@@ -316,9 +429,17 @@ class TransferBayesSearchCV(BaseBayesSearchCV):
     - **Response surface.** Each dataset's validation scores become
       deviations from that dataset's mean divided by its standard deviation,
       so datasets with different score levels and spreads share one surface.
-      The current dataset's mean and std are re-estimated from its own trials
-      at every iteration (O(T)) and its responses in the GP replaced
-      accordingly; the prior datasets' are fixed.
+      The prior datasets' use the paper's moment estimates over their trials
+      and are fixed. The current dataset's mean and std are re-estimated
+      from its own trials at every iteration (O(T)) and its responses in the
+      GP replaced accordingly. Moments of a handful of trials chosen to be
+      good are badly biased (one trial: response 0, "average"; two close
+      scores: -1 and +1), so with prior data the estimates are those of the
+      paper's own model ``f = mu + sigma y``: the scores are regressed on the
+      responses the prior datasets predict at the trials, with the scale
+      shrunk towards the nearest datasets' typical std (see
+      :func:`estimate_location_scale`). Without prior data (or without a
+      neighbour with any spread) the paper's moments are used.
     - **Kernel.** ``"sqe"``: squared-exponential ARD over the hyperparameters
       for all points (one common surface). ``"mkl"``: ``kernel_weights[0]``
       times SE-ARD for pairs from the same dataset plus ``kernel_weights[1]``
@@ -340,9 +461,12 @@ class TransferBayesSearchCV(BaseBayesSearchCV):
       likelihood. Each parameter of a proposal is then replaced, with
       probability ``random_replacement``, by a uniform draw over its range
       (the paper: this reduces the bias of the running mean/std estimates).
-    - **First trial.** With prior datasets, the minimiser of the GP's
-      posterior mean for the new dataset given the prior data only (its best
-      predicted point); without any, the fixed centre of the space
+    - **First trial.** With prior datasets, the configuration tried on them
+      (for ``"mkl"``: on the neighbours) whose GP posterior mean for the new
+      dataset, given the prior data only, is best (its best predicted point
+      among tried ones: minimising the mean over the whole space
+      extrapolates into untried corners); without any, the fixed centre of
+      the space
       (:meth:`SearchSpace.default_point`: the middle of every numeric range,
       geometric middle for log priors, the first category). No random
       replacement is applied to it.
@@ -641,6 +765,14 @@ feature_names_in_
         self._surrogate = GPSurrogate(
             kernel, hyperparameter_sampling="map", random_state=ctx.seed
         )
+        # the GP of the prior datasets alone (fitted once, on first use): the
+        # first trial's prediction and the current dataset's mean/std estimates
+        self._prior_gp = GPSurrogate(
+            kernel, hyperparameter_sampling="map", random_state=ctx.seed
+        )
+        self._prior_gp_fitted = False
+        self._predicted: list[float] = []
+        self._predicted_var: list[float] = []
 
     def _extras(self, **values: float) -> dict:
         extras = {
@@ -674,24 +806,53 @@ feature_names_in_
             )
         ]
 
+    def _prior_model(self, rng: np.random.Generator) -> GPSurrogate | None:
+        """The GP fitted on the prior datasets only (None without any)."""
+        surface = self._surface
+        if not len(surface.y_prior):
+            return None
+        if not self._prior_gp_fitted:
+            self._prior_gp = _fit_map_gp(
+                self._prior_gp, surface.X_prior, surface.y_prior, rng
+            )
+            self._prior_gp_fitted = True
+        return self._prior_gp
+
+    def _transfer_predictions(
+        self, X_cur: np.ndarray, rng: np.random.Generator
+    ) -> tuple[Any, float]:
+        """Prior-only predicted responses at the current trials, and ``r``.
+
+        Each trial is predicted once (the prior GP does not change during
+        the search), so rebuilding the response surface stays O(T).
+        """
+        model = self._prior_model(rng)
+        if model is None or not np.isfinite(self._surface.prior_std):
+            return None, 1.0
+        done = len(self._predicted)
+        if done < len(X_cur):
+            mean, std = model.predict(self._surface.augment(X_cur[done:]))
+            noise = np.mean([m.noise_var_ for m in model.models_]) * model.y_std_**2
+            self._predicted.extend(mean.mean(axis=0).tolist())
+            self._predicted_var.extend(((std**2).mean(axis=0) + noise).tolist())
+        # the spread of a response around its prediction, kept in a sane range
+        # (the prior responses have unit variance)
+        residual = float(np.clip(np.mean(self._predicted_var), 0.05, 1.0))
+        return np.asarray(self._predicted[: len(X_cur)]), residual
+
     def _first_points(self, ctx: SearchContext, n_slots: int) -> list:
         space, surface = ctx.space, self._surface
-        if len(surface.y_prior):
-            self._surrogate.fit(surface.X_prior, surface.y_prior)
-            model = self._surrogate
-
-            def neg_mean(U: np.ndarray) -> np.ndarray:
-                mean, _ = model.predict(surface.augment(U))
-                return -mean.mean(axis=0)
-
-            x, _ = maximize(
-                neg_mean,
-                space.n_dims,
-                rng=ctx.rng,
-                snap=space.snap,
-                seeds=self._prior_seeds(),
-                n_candidates=_n_candidates(space),
-            )
+        model = self._prior_model(ctx.rng)
+        if model is not None:
+            # The best predicted of the configurations tried on prior
+            # datasets. Minimising the prediction over the whole space
+            # extrapolates: with few prior datasets the SE mean's minimum sat
+            # in untried corners (C=1e-3 with max_iter=2 for logistic
+            # regression), and the neighbour kernel's isotropic quadratic
+            # always has its minimum on the boundary.
+            candidates = self._prior_candidates()
+            mean, _ = model.predict(surface.augment(candidates))
+            x = candidates[int(np.argmin(mean.mean(axis=0)))]
         else:
             x = space.default_point()
         points = [(x, self._extras())]
@@ -706,6 +867,15 @@ feature_names_in_
                     taken = np.vstack([taken, u])
         return points
 
+    def _prior_candidates(self) -> np.ndarray:
+        """Distinct configurations of the prior datasets the GP predicts from."""
+        surface = self._surface
+        X = surface.X_prior
+        if self.kernel == "mkl" and surface.in_group.any():
+            X = X[surface.in_group]
+        # sorted unique rows: the choice does not depend on the runs' order
+        return np.unique(X[:, : surface.n_dims], axis=0)
+
     def _prior_seeds(self) -> np.ndarray:
         surface = self._surface
         X, y = surface.X_prior, surface.y_prior
@@ -717,8 +887,9 @@ feature_names_in_
     def _propose(self, ctx: SearchContext, n_slots: int) -> list:
         space, surface = ctx.space, self._surface
         X_cur = ctx.X()
-        X, y, mean, std = surface.training_set(X_cur, ctx.losses())
-        self._surrogate.fit(X, y)
+        predicted, residual = self._transfer_predictions(X_cur, ctx.rng)
+        X, y, mean, std = surface.training_set(X_cur, ctx.losses(), predicted, residual)
+        self._surrogate = _fit_map_gp(self._surrogate, X, y, ctx.rng)
         y_cur = y[len(surface.y_prior) :]
         seeds = np.vstack(
             [X_cur[np.argsort(y_cur, kind="stable")[:_N_SEEDS]], self._prior_seeds()]
