@@ -27,6 +27,7 @@ from sklearn.utils.validation import (
     _num_samples,
 )
 
+from ._callbacks import SearchCallbacks
 from ._evaluate import TrialEvaluator, stratified_order, subset_size
 from ._journal import SearchJournal, as_store
 from ._progress import progress_bar
@@ -41,6 +42,11 @@ BASE_RESULT_COLUMNS = ("n_resources", "resource_fraction", "iter", "elapsed_time
 # the estimator is taken to be misconfigured and the search stops, as
 # scikit-learn's searches do when every fit fails.
 _FAIL_FAST_TRIALS = 5
+
+
+#: Private attributes scikit-learn's ``_fit_context`` sets during ``fit`` and
+#: removes itself afterwards (the callbacks' teardown needs them).
+_SKLEARN_FIT_STATE = frozenset({"_callback_fit_ctx", "_skl_callbacks_to_teardown"})
 
 
 class BaseBayesSearchCV(BaseSearchCV):
@@ -149,7 +155,7 @@ class BaseBayesSearchCV(BaseSearchCV):
             # Surrogates, chains and other per-search state of the strategy
             # live only while fit runs: the fitted search stays light to
             # pickle and a second fit starts afresh.
-            for key in set(vars(self)) - state_before:
+            for key in set(vars(self)) - state_before - _SKLEARN_FIT_STATE:
                 if key.startswith("_"):
                     delattr(self, key)
 
@@ -220,6 +226,13 @@ class BaseBayesSearchCV(BaseSearchCV):
             )
             self.run_name_ = journal.run_name
 
+        sample_weight = params.get("sample_weight")
+        callbacks = SearchCallbacks(
+            self,
+            X,
+            y,
+            None if sample_weight is None else {"sample_weight": sample_weight},
+        )
         base_estimator = clone(self.estimator)
         fit_and_score_kwargs = dict(
             scorer=scorers,
@@ -249,6 +262,7 @@ class BaseBayesSearchCV(BaseSearchCV):
                 rng=np.random.default_rng(seed_subsets),
                 parallel=parallel,
                 fit_and_score_kwargs=fit_and_score_kwargs,
+                callbacks=callbacks,
             )
 
             def evaluate_candidates(trials: list[Trial]) -> None:
@@ -291,7 +305,9 @@ class BaseBayesSearchCV(BaseSearchCV):
                 self.verbose, ctx.budget, len(ctx.trials), type(self).__name__
             )
             try:
+                callbacks.begin_search()
                 self._run_search(evaluate_candidates)
+                callbacks.end_search()
             finally:
                 del self._ctx
                 if ctx.progress is not None:
@@ -325,7 +341,13 @@ class BaseBayesSearchCV(BaseSearchCV):
 
         if self.refit:
             self._refit_best(
-                base_estimator, X, y, routed_params.estimator.fit, y_stratify, rs
+                base_estimator,
+                X,
+                y,
+                routed_params.estimator.fit,
+                y_stratify,
+                rs,
+                callbacks,
             )
 
         if hasattr(scorers, "_scorers"):
@@ -333,6 +355,7 @@ class BaseBayesSearchCV(BaseSearchCV):
         else:
             self.scorer_ = scorers
         self.cv_results_ = results
+        callbacks.end()
         return self
 
     def _run_search(self, evaluate_candidates: Any) -> None:
@@ -465,6 +488,7 @@ class BaseBayesSearchCV(BaseSearchCV):
         fit_params: dict,
         y_stratify: np.ndarray | None,
         rs: np.random.RandomState,
+        callbacks: SearchCallbacks,
     ) -> None:
         self.best_estimator_ = clone(base_estimator).set_params(
             **clone(self.best_params_, safe=False)
@@ -481,10 +505,11 @@ class BaseBayesSearchCV(BaseSearchCV):
             X = _safe_indexing(X, idx)
             y = None if y is None else _safe_indexing(y, idx)
         refit_start_time = time.time()
-        if y is not None:
-            self.best_estimator_.fit(X, y, **fit_params)
-        else:
-            self.best_estimator_.fit(X, **fit_params)
+        with callbacks.refit(self.best_estimator_):
+            if y is not None:
+                self.best_estimator_.fit(X, y, **fit_params)
+            else:
+                self.best_estimator_.fit(X, **fit_params)
         self.refit_time_ = time.time() - refit_start_time
         if hasattr(self.best_estimator_, "feature_names_in_"):
             self.feature_names_in_ = self.best_estimator_.feature_names_in_

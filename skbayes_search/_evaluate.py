@@ -24,6 +24,8 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.model_selection._validation import _fit_and_score
 
+from ._callbacks import SearchCallbacks
+
 
 def stratified_order(
     train: np.ndarray, y: np.ndarray | None, rng: np.random.Generator
@@ -97,6 +99,9 @@ class TrialEvaluator:
     fit_and_score_kwargs : dict
         Scorer, routed fit/score params, ``error_score`` and so on, passed to
         scikit-learn's ``_fit_and_score``.
+    callbacks : SearchCallbacks, optional
+        scikit-learn fit callbacks of the search; each fit becomes one of
+        their tasks.
     """
 
     def __init__(
@@ -110,6 +115,7 @@ class TrialEvaluator:
         rng: np.random.Generator,
         parallel: Parallel,
         fit_and_score_kwargs: dict,
+        callbacks: SearchCallbacks | None = None,
     ) -> None:
         self.base_estimator = base_estimator
         self.X = X
@@ -121,6 +127,7 @@ class TrialEvaluator:
             self.min_rows = len(np.unique(np.asarray(y_stratify)))
         self.parallel = parallel
         self.kwargs = fit_and_score_kwargs
+        self.callbacks = callbacks
 
     @property
     def n_train(self) -> int:
@@ -167,6 +174,11 @@ class TrialEvaluator:
         n_splits = len(self.splits)
         n_trials = len(params_list)
         jobs = []
+        callback_kwargs = iter(
+            self.callbacks.fit_kwargs(n_trials * n_splits)
+            if self.callbacks is not None
+            else [{}] * (n_trials * n_splits)
+        )
         for i, (params, fraction) in enumerate(zip(params_list, fractions)):
             for k, (train, test) in enumerate(self.subset_splits(fraction)):
                 jobs.append(
@@ -181,6 +193,7 @@ class TrialEvaluator:
                         split_progress=(k, n_splits),
                         candidate_progress=(i, n_trials),
                         **self.kwargs,
+                        **next(callback_kwargs),
                     )
                 )
         outs: list[list[dict | None]] = [[None] * n_splits for _ in range(n_trials)]
