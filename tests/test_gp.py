@@ -332,6 +332,34 @@ def test_fit_map_beats_default_start():
     assert np.all(theta >= lo) and np.all(theta <= hi)
 
 
+def test_fit_map_keeps_the_best_finite_point_when_the_optimiser_ends_off_it():
+    # The optimiser's final points are scored through __call__; a posterior
+    # that is not finite there (as at a length-scale bound after two equal
+    # scores) must not make the fit fail when finite points were visited.
+    X, y = _data(12, 2)
+    y = (y - y.mean()) / y.std()
+    kernel = Matern52(n_dims=2)
+
+    class EndsOnACliff(LogPosterior):
+        inside = False
+
+        def value_and_grad(self, theta):
+            self.inside = True
+            try:
+                return super().value_and_grad(theta)
+            finally:
+                self.inside = False
+
+        def __call__(self, theta):
+            return super().__call__(theta) if self.inside else -np.inf
+
+    lp = EndsOnACliff(kernel, X, y)
+    theta, val = fit_map(kernel, X, y, rng=np.random.default_rng(0), log_posterior=lp)
+    assert np.isfinite(val)
+    assert val == pytest.approx(LogPosterior(kernel, X, y).value_and_grad(theta)[0])
+    assert val >= LogPosterior(kernel, X, y)(initial_hyper(kernel))
+
+
 # --- surrogate -----------------------------------------------------------------
 
 

@@ -373,11 +373,18 @@ def _fit_map(
     starts = [initial_hyper(kernel) if theta0 is None else np.asarray(theta0, float)]
     starts += [sample_hyperprior(kernel, rng) for _ in range(max(n_restarts, 1) - 1)]
 
+    # L-BFGS-B can stop on a point whose posterior is not finite (seen with
+    # length scales at their bound after two equal scores), so the best
+    # finite point it evaluated on the way is kept as a fallback.
+    visited: dict[str, Any] = {"theta": None, "val": -np.inf}
+
     def negative(theta: np.ndarray) -> tuple[float, np.ndarray]:
         v, g = lp.value_and_grad(theta)
         if not np.isfinite(v):
             # a large finite value lets L-BFGS-B back off instead of stopping
             return 1e25, np.zeros(theta.size)
+        if v > visited["val"]:
+            visited["theta"], visited["val"] = np.array(theta, dtype=float), v
         return -v, -g
 
     best_theta, best_val = None, -np.inf
@@ -394,6 +401,8 @@ def _fit_map(
         val = lp(res.x)
         if val > best_val:
             best_theta, best_val = res.x, val
+    if visited["val"] > best_val:
+        best_theta, best_val = visited["theta"], visited["val"]
     if best_theta is None:
         raise np.linalg.LinAlgError("MAP fit failed from every start.")
     return np.asarray(best_theta, dtype=float), float(best_val)
