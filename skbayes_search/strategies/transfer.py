@@ -526,7 +526,9 @@ class TransferBayesSearchCV(BaseBayesSearchCV):
     cv : int, cross-validation generator or iterable, default=None
         As in :class:`~sklearn.model_selection.GridSearchCV`.
     verbose : int, default=0
-        ``> 0`` prints one line per trial.
+        ``1`` shows a progress bar when tqdm is installed (the ``progress``
+        extra) and prints one line per trial otherwise; ``> 1`` prints one
+        line per trial and scikit-learn's line per fit.
     pre_dispatch : int or str, default="2*n_jobs"
         As in :class:`~sklearn.model_selection.GridSearchCV`.
     random_state : int, RandomState instance or None, default=None
