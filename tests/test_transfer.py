@@ -28,7 +28,6 @@ from skbayes_search.strategies.transfer import (
     PriorDataset,
     ResponseSurface,
     TransferBayesSearchCV,
-    _fit_map_gp,
     estimate_location_scale,
     replace_coordinates,
     standardise,
@@ -373,23 +372,6 @@ def test_independent_search_keeps_the_paper_moments(tmp_path):
         assert res["dataset_score_mean"][t] == pytest.approx(scores[:t].mean())
         expected_std = scores[:t].std() if t > 1 else 1.0
         assert res["dataset_score_std"][t] == pytest.approx(expected_std)
-
-
-def test_failed_map_fit_is_retried_from_fresh_starts():
-    class Failing:
-        kernel = sqe_kernel(2)
-
-        def fit(self, X, y):
-            raise np.linalg.LinAlgError("MAP fit failed from every start.")
-
-    rng = np.random.default_rng(0)
-    X = np.column_stack([rng.uniform(size=(6, 2)), np.zeros(6), np.ones(6)])
-    y = rng.normal(size=6)
-    fitted = _fit_map_gp(Failing(), X, y, np.random.default_rng(1))
-    assert fitted.n_fits_ == 1 and np.all(np.isfinite(fitted.predict(X)[0]))
-    # deterministic given the generator
-    again = _fit_map_gp(Failing(), X, y, np.random.default_rng(1))
-    np.testing.assert_array_equal(fitted.thetas_, again.thetas_)
 
 
 # ---------------------------------------------------------------------------

@@ -378,30 +378,6 @@ def replace_coordinates(
         return space.to_unit([draw])[0], 1 + len(set(proposal) & set(draw))
 
 
-def _fit_map_gp(
-    surrogate: GPSurrogate, X: np.ndarray, y: np.ndarray, rng: np.random.Generator
-) -> GPSurrogate:
-    """Fit a MAP surrogate; on a failed fit retry from fresh random starts.
-
-    A refit starts only from the previous optimum, and L-BFGS-B can end on a
-    point where the log posterior is not finite (seen with two equal scores:
-    length scales pushed onto their upper bound), which fails the fit. The
-    retry is a new surrogate with the same kernel and more random starts,
-    seeded from ``rng`` (drawn from only when a fit fails).
-    """
-    try:
-        return surrogate.fit(X, y)
-    except np.linalg.LinAlgError:
-        seed = int(rng.integers(2**31))
-        retry = GPSurrogate(
-            surrogate.kernel,
-            hyperparameter_sampling="map",
-            n_restarts=8,
-            random_state=seed,
-        )
-        return retry.fit(X, y)
-
-
 def _n_candidates(space: Any) -> int:
     if space.cardinality > _N_CANDIDATES // 4:
         return _N_CANDIDATES
@@ -808,27 +784,23 @@ feature_names_in_
             )
         ]
 
-    def _prior_model(self, rng: np.random.Generator) -> GPSurrogate | None:
+    def _prior_model(self) -> GPSurrogate | None:
         """The GP fitted on the prior datasets only (None without any)."""
         surface = self._surface
         if not len(surface.y_prior):
             return None
         if not self._prior_gp_fitted:
-            self._prior_gp = _fit_map_gp(
-                self._prior_gp, surface.X_prior, surface.y_prior, rng
-            )
+            self._prior_gp.fit(surface.X_prior, surface.y_prior)
             self._prior_gp_fitted = True
         return self._prior_gp
 
-    def _transfer_predictions(
-        self, X_cur: np.ndarray, rng: np.random.Generator
-    ) -> tuple[Any, float]:
+    def _transfer_predictions(self, X_cur: np.ndarray) -> tuple[Any, float]:
         """Prior-only predicted responses at the current trials, and ``r``.
 
         Each trial is predicted once (the prior GP does not change during
         the search), so rebuilding the response surface stays O(T).
         """
-        model = self._prior_model(rng)
+        model = self._prior_model()
         if model is None or not np.isfinite(self._surface.prior_std):
             return None, 1.0
         done = len(self._predicted)
@@ -844,7 +816,7 @@ feature_names_in_
 
     def _first_points(self, ctx: SearchContext, n_slots: int) -> list:
         space, surface = ctx.space, self._surface
-        model = self._prior_model(ctx.rng)
+        model = self._prior_model()
         if model is not None:
             # The best predicted of the configurations tried on prior
             # datasets. Minimising the prediction over the whole space
@@ -889,9 +861,9 @@ feature_names_in_
     def _propose(self, ctx: SearchContext, n_slots: int) -> list:
         space, surface = ctx.space, self._surface
         X_cur = ctx.X()
-        predicted, residual = self._transfer_predictions(X_cur, ctx.rng)
+        predicted, residual = self._transfer_predictions(X_cur)
         X, y, mean, std = surface.training_set(X_cur, ctx.losses(), predicted, residual)
-        self._surrogate = _fit_map_gp(self._surrogate, X, y, ctx.rng)
+        self._surrogate.fit(X, y)
         y_cur = y[len(surface.y_prior) :]
         seeds = np.vstack(
             [X_cur[np.argsort(y_cur, kind="stable")[:_N_SEEDS]], self._prior_seeds()]
