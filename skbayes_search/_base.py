@@ -251,6 +251,9 @@ class BaseBayesSearchCV(BaseSearchCV):
             return_as="generator_unordered",
         )
         all_out: list[dict] = []
+        # the tqdm bar, if any (kept out of the search's state, which the
+        # workers may receive)
+        progress: list = []
         metric = self.refit if isinstance(self.refit, str) else None
         with parallel:
             evaluator = TrialEvaluator(
@@ -288,7 +291,7 @@ class BaseBayesSearchCV(BaseSearchCV):
                 for record, outs in records:
                     ctx.trials.append(record)
                     all_out.extend(outs)
-                    self._report_trial(ctx, record)
+                    self._report_trial(ctx, record, progress[0])
 
             if journal is not None:
                 multimetric = isinstance(self.scoring, (list, tuple, dict)) or None
@@ -301,8 +304,10 @@ class BaseBayesSearchCV(BaseSearchCV):
                         t.elapsed_time for t in ctx.trials
                     )
             self._ctx = ctx
-            ctx.progress = progress_bar(
-                self.verbose, ctx.budget, len(ctx.trials), type(self).__name__
+            progress.append(
+                progress_bar(
+                    self.verbose, ctx.budget, len(ctx.trials), type(self).__name__
+                )
             )
             try:
                 callbacks.begin_search()
@@ -310,8 +315,8 @@ class BaseBayesSearchCV(BaseSearchCV):
                 callbacks.end_search()
             finally:
                 del self._ctx
-                if ctx.progress is not None:
-                    ctx.progress.close()
+                if progress[0] is not None:
+                    progress[0].close()
 
         if journal is not None:
             journal.finish()
@@ -426,14 +431,16 @@ class BaseBayesSearchCV(BaseSearchCV):
             more[key] = [t.extras.get(key, np.nan) for t in ctx.trials]
         return more
 
-    def _report_trial(self, ctx: SearchContext, record: TrialRecord) -> None:
+    def _report_trial(
+        self, ctx: SearchContext, record: TrialRecord, progress: Any = None
+    ) -> None:
         if not self.verbose:
             return
         scores = ctx.scores()
         best = np.nanmax(scores) if np.isfinite(scores).any() else np.nan
-        if ctx.progress is not None:
-            ctx.progress.set_postfix(best=f"{best:.5g}", refresh=False)
-            ctx.progress.update(1)
+        if progress is not None:
+            progress.set_postfix(best=f"{best:.5g}", refresh=False)
+            progress.update(1)
             return
         status = "failed" if record.failed else f"score={record.score:.5g}"
         print(

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from sklearn.base import clone
 from sklearn.model_selection._validation import _fit_and_score
 
 #: Whether this scikit-learn passes callback contexts through ``_fit_and_score``.
@@ -48,6 +49,11 @@ class SearchCallbacks:
     def begin_search(self) -> None:
         """Open the ``"search"`` task."""
         if self.root is not None:
+            # Every fit's hooks receive the search as ``estimator``; it travels
+            # to the workers with each fit, and during fit the search holds
+            # its surrogates and progress bar (heavy, and a tqdm bar does not
+            # unpickle). An unfitted clone has the same class and parameters.
+            self._caller = clone(self.search)
             self.search_ctx = self.root.subcontext(
                 task_name="search", max_subtasks=None, sequential_subtasks=False
             ).call_on_fit_task_begin(estimator=self.search)
@@ -66,7 +72,7 @@ class SearchCallbacks:
                 task_name="candidate-split-evaluation", task_id=self._n_fits
             )
             self._n_fits += 1
-            out.append({"caller": self.search, "callback_ctx": sub})
+            out.append({"caller": self._caller, "callback_ctx": sub})
         return out
 
     def end_search(self) -> None:

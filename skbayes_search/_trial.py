@@ -85,8 +85,6 @@ class SearchContext:
         self.n_jobs_effective = n_jobs_effective
         self.start_time = start_time
         self.trials: list[TrialRecord] = []
-        #: tqdm bar of the search (see ``verbose``), or None.
-        self.progress: Any = None
 
     def elapsed(self) -> float:
         """Seconds since the search's ``fit`` started."""

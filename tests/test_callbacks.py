@@ -108,3 +108,15 @@ def test_no_callbacks_no_change():
     b = BayesSearchCV(est, {"max_depth": Integer(1, 6)}, **kw)
     b.set_callbacks(Recorder()).fit(X, y)
     assert a.cv_results_["params"] == b.cv_results_["params"]
+
+
+def test_callbacks_and_progress_bar_with_parallel_workers():
+    kw = dict(n_iter=3, cv=2, random_state=0)
+    est = DecisionTreeClassifier(random_state=0)
+    serial = BayesSearchCV(est, {"max_depth": Integer(1, 6)}, n_jobs=1, **kw)
+    serial.fit(X, y)
+    parallel = BayesSearchCV(
+        est, {"max_depth": Integer(1, 6)}, n_jobs=2, verbose=1, **kw
+    )
+    parallel.set_callbacks(Recorder()).fit(X, y)
+    assert parallel.cv_results_["params"] == serial.cv_results_["params"]
