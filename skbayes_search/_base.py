@@ -253,7 +253,7 @@ class BaseBayesSearchCV(BaseSearchCV):
         all_out: list[dict] = []
         # the tqdm bar, if any (kept out of the search's state, which the
         # workers may receive)
-        progress: list = []
+        progress = None
         metric = self.refit if isinstance(self.refit, str) else None
         with parallel:
             evaluator = TrialEvaluator(
@@ -291,7 +291,7 @@ class BaseBayesSearchCV(BaseSearchCV):
                 for record, outs in records:
                     ctx.trials.append(record)
                     all_out.extend(outs)
-                    self._report_trial(ctx, record, progress[0])
+                    self._report_trial(ctx, record, progress)
 
             if journal is not None:
                 multimetric = isinstance(self.scoring, (list, tuple, dict)) or None
@@ -304,10 +304,8 @@ class BaseBayesSearchCV(BaseSearchCV):
                         t.elapsed_time for t in ctx.trials
                     )
             self._ctx = ctx
-            progress.append(
-                progress_bar(
-                    self.verbose, ctx.budget, len(ctx.trials), type(self).__name__
-                )
+            progress = progress_bar(
+                self.verbose, ctx.budget, len(ctx.trials), type(self).__name__
             )
             try:
                 callbacks.begin_search()
@@ -315,8 +313,8 @@ class BaseBayesSearchCV(BaseSearchCV):
                 callbacks.end_search()
             finally:
                 del self._ctx
-                if progress[0] is not None:
-                    progress[0].close()
+                if progress is not None:
+                    progress.close()
 
         if journal is not None:
             journal.finish()
