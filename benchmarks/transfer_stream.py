@@ -82,6 +82,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from skbayes_search import BayesSearchCV, Integer, Real, TrialStore
+from skbayes_search.storage import TRIAL_FIELDS
 from skbayes_search.strategies.transfer import TransferBayesSearchCV
 
 METHODS = ("random", "bayes", "indep", "sqe", "mkl")
@@ -220,20 +221,7 @@ def measure_cost(source_store, work_dir, sizes, seed=0):
                 n_trials += 1
                 store.add_trial(
                     rid,
-                    {
-                        k: trial[k]
-                        for k in (
-                            "params",
-                            "x",
-                            "fraction",
-                            "status",
-                            "scores",
-                            "fit_times",
-                            "score_times",
-                            "n_test_samples",
-                            "extras",
-                        )
-                    },
+                    {k: trial[k] for k in TRIAL_FIELDS},
                 )
             store.finish_run(rid)
         for kernel in ("sqe", "mkl"):

@@ -51,8 +51,8 @@ class SearchCallbacks:
         if self.root is not None:
             # Every fit's hooks receive the search as ``estimator``; it travels
             # to the workers with each fit, and during fit the search holds
-            # its surrogates and progress bar (heavy, and a tqdm bar does not
-            # unpickle). An unfitted clone has the same class and parameters.
+            # its surrogates and chains. An unfitted clone has the same class
+            # and parameters and is cheap to send.
             self._caller = clone(self.search)
             self.search_ctx = self.root.subcontext(
                 task_name="search", max_subtasks=None, sequential_subtasks=False

@@ -147,7 +147,10 @@ _TRIAL_REQUIRED = (
     "n_test_samples",
 )
 _TRIAL_OPTIONAL = ("extras",)
-_TRIAL_COLUMNS = ("trial_index", *_TRIAL_REQUIRED, *_TRIAL_OPTIONAL, "created")
+#: Keys of a trial record as :meth:`TrialStore.add_trial` takes it (a stored
+#: trial from :meth:`TrialStore.trials` has these plus its index and time).
+TRIAL_FIELDS = (*_TRIAL_REQUIRED, *_TRIAL_OPTIONAL)
+_TRIAL_COLUMNS = ("trial_index", *TRIAL_FIELDS, "created")
 _RUN_COLUMNS = (
     "id",
     "name",
@@ -342,9 +345,7 @@ def _encode_trial(record: Any) -> dict[str, Any]:
     if not isinstance(record, Mapping):
         raise TypeError(f"record must be a dict, got {type(record).__name__}")
     missing = [k for k in _TRIAL_REQUIRED if k not in record]
-    unknown = sorted(
-        str(k) for k in record if k not in _TRIAL_REQUIRED + _TRIAL_OPTIONAL
-    )
+    unknown = sorted(str(k) for k in record if k not in TRIAL_FIELDS)
     if missing or unknown:
         raise ValueError(
             f"invalid trial record: missing keys {missing}, unknown keys {unknown}; "

@@ -24,6 +24,7 @@ from skbayes_search.gp.transfer_kernels import (
     sqe_kernel,
 )
 from skbayes_search.space import SearchSpace
+from skbayes_search.storage import TRIAL_FIELDS
 from skbayes_search.strategies.transfer import (
     PriorDataset,
     ResponseSurface,
@@ -667,20 +668,7 @@ def test_prior_runs_are_filtered_by_estimator_space_status_and_fraction(tmp_path
     for _ in range(3):
         store.add_trial(
             unfinished,
-            {
-                k: trial[k]
-                for k in (
-                    "params",
-                    "x",
-                    "fraction",
-                    "status",
-                    "scores",
-                    "fit_times",
-                    "score_times",
-                    "n_test_samples",
-                    "extras",
-                )
-            },
+            {k: trial[k] for k in TRIAL_FIELDS},
         )
     search = TransferBayesSearchCV(
         Bowl(),
