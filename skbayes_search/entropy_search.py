@@ -45,7 +45,10 @@ Cost: ``O(N^3 + S N^2)`` once per posterior (Cholesky and draws) and
 ``O(S N)`` for the innovations plus ``O(Q S N)`` for the argmins per
 candidate, i.e. ``O(C Q S N)`` for ``C`` candidates: with the defaults
 ``S = 1024``, ``Q = 5``, ``N = 50`` that is 256,000 element operations per
-candidate and posterior, about 0.8 ms on one (shared) core. Candidates are
+candidate and posterior, about 0.5 ms on one core. A caller scoring many
+candidates can screen them on the leading ``n_samples`` draws
+(:meth:`RepresenterPosterior.information_gain`) and score only the best on
+all of them, as FABOLAS does (128 draws, then 1024 for the best 16). Candidates are
 processed in chunks, so memory stays at about 16 MB. Measured on a 1-D GP
 with 12 representers, the Monte Carlo error of a single gain is about 0.009
 nats at ``S = 1024`` (0.02 at ``S = 256``); with common random numbers the
@@ -297,25 +300,31 @@ class RepresenterPosterior:
             (:func:`rank_one_update`), made from the common random numbers.
         """
         c = np.asarray(cross_cov, dtype=float).ravel()
-        innovation = self._innovations(c[None, :], np.array([float(var_y)]))[:, 0]
+        innovation = self._innovations(
+            c[None, :], np.array([float(var_y)]), self.normals
+        )[:, 0]
         shift = (np.sqrt(var_y) * w - innovation) / var_y
         return self.samples_ + shift[:, None] * c[None, :]
 
-    def _innovations(self, cross_cov: np.ndarray, var_y: np.ndarray) -> np.ndarray:
-        # joint draws of y - E[y] consistent with samples_: (S, C)
+    def _innovations(
+        self, cross_cov: np.ndarray, var_y: np.ndarray, normals: np.ndarray
+    ) -> np.ndarray:
+        # joint draws of y - E[y] consistent with the draws of f(Z) made from
+        # the same rows of normals: (S, C)
         n = self.n_representers
         A = solve_triangular(self.chol_, cross_cov.T, lower=True, check_finite=False)
         explained = np.einsum("nc,nc->c", A, A)
         # rounding (or jitter in chol_) can make the unexplained part slightly
         # negative when y is almost a function of f(Z)
         resid = np.sqrt(np.clip(var_y - explained, 0.0, None))
-        return self.normals[:, :n] @ A + self.normals[:, n][:, None] * resid[None, :]
+        return normals[:, :n] @ A + normals[:, n][:, None] * resid[None, :]
 
     def information_gain(
         self,
         cross_cov: np.ndarray,
         var_y: np.ndarray,
         n_quadrature: int = N_QUADRATURE,
+        n_samples: int | None = None,
     ) -> np.ndarray:
         """Expected entropy reduction of ``p_min`` for each candidate.
 
@@ -328,6 +337,13 @@ class RepresenterPosterior:
             included (must be positive).
         n_quadrature : int, default=5
             Gauss-Hermite nodes for the expectation over the observation.
+        n_samples : int, optional
+            Use only the first ``n_samples`` draws (all by default): a
+            cheaper, noisier estimate for screening many candidates. The
+            leading ``2^k`` rows of the Sobol draws are a balanced point set
+            of their own, and the gain is measured against ``H(p_min)``
+            estimated from the same rows, so the estimate stays exactly zero
+            where ``c = 0``.
 
         Returns
         -------
@@ -347,6 +363,16 @@ class RepresenterPosterior:
             raise ValueError("var_y must be positive (include the noise variance).")
         nodes, weights = gauss_hermite(n_quadrature)
         S = self.samples_.shape[0]
+        if n_samples is not None:
+            if int(n_samples) < 1:
+                raise ValueError(f"n_samples must be >= 1, got {n_samples}.")
+            S = min(S, int(n_samples))
+        samples, normals = self.samples_[:S], self.normals[:S]
+        base_entropy = (
+            self.entropy_
+            if S == self.samples_.shape[0]
+            else float(entropy(pmin_monte_carlo(samples)))
+        )
         out = np.empty(n_cand)
         chunk = max(1, min(n_cand, _CHUNK_ELEMENTS // (S * n)))
         # one work array reused for every chunk and node: allocating it anew
@@ -357,7 +383,7 @@ class RepresenterPosterior:
             Cc, vc = C[sl], v[sl]
             k = Cc.shape[0]
             work = buf[:k]
-            innov = self._innovations(Cc, vc).T  # (k, S)
+            innov = self._innovations(Cc, vc, normals).T  # (k, S)
             inv_sd = 1.0 / np.sqrt(vc)[:, None]
             expected_h = np.zeros(k)
             offsets = np.arange(k)[:, None] * n
@@ -365,11 +391,11 @@ class RepresenterPosterior:
                 # f'(Z) = f(Z) + c t with t = (sqrt(v) w - innovation) / v
                 t = (w - innov * inv_sd) * inv_sd  # (k, S)
                 np.multiply(t[:, :, None], Cc[:, None, :], out=work)
-                work += self.samples_[None, :, :]
+                work += samples[None, :, :]
                 idx = np.argmin(work, axis=2) + offsets  # (k, S)
                 counts = np.bincount(idx.ravel(), minlength=k * n).reshape(k, n)
                 expected_h += weight * entropy(counts / S)
-            out[sl] = self.entropy_ - expected_h
+            out[sl] = base_entropy - expected_h
         return out
 
 

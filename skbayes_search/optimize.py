@@ -108,6 +108,8 @@ def _maximize(
     n_candidates: int,
     n_polish: int,
     maxiter: int,
+    refine: Callable | None,
+    n_refine: int,
 ) -> tuple[np.ndarray, float]:
     n_dims = int(n_dims)
     if n_dims < 1:
@@ -148,6 +150,19 @@ def _maximize(
         C = np.vstack([C, polished])
         vals = np.concatenate([vals, _evaluate(func, polished)])
 
+    if refine is not None:
+        # screen with the cheap func, decide with the precise refine: the
+        # best few admissible candidates are re-scored and only they compete,
+        # so the winner is not the luckiest draw of a noisy screen
+        order = np.argsort(-vals, kind="stable")
+        top = [i for i in order if np.isfinite(vals[i])][: 4 * n_refine]
+        if top:
+            top = np.asarray(top)
+            top = top[~_excluded_mask(C[top], excl)][:n_refine]
+        if len(top):
+            C = C[top]
+            vals = _evaluate(refine, C)
+
     for attempt in range(2):
         order = np.argsort(-vals, kind="stable")
         for lo in range(0, order.size, 256):
@@ -177,6 +192,8 @@ def maximize(
     n_candidates: int = 2048,
     n_polish: int = 5,
     maxiter: int = 50,
+    refine: Callable[[np.ndarray], np.ndarray] | None = None,
+    n_refine: int = 16,
 ) -> tuple[np.ndarray, float]:
     """Maximise a vectorised function over the unit cube.
 
@@ -204,12 +221,19 @@ def maximize(
         Best distinct candidates polished with L-BFGS-B.
     maxiter : int, default=50
         L-BFGS-B iterations per polish.
+    refine : callable, optional
+        A more precise, more expensive version of ``func`` (for example a
+        Monte Carlo estimate with more draws). When given, ``func`` only
+        screens: the ``n_refine`` best admissible candidates are re-scored
+        with ``refine`` and the best of them is returned.
+    n_refine : int, default=16
+        Candidates re-scored by ``refine``.
 
     Returns
     -------
     x : ndarray of shape (n_dims,)
     value : float
-        ``func(x)``.
+        ``func(x)``, or ``refine(x)`` when ``refine`` is given.
 
     Raises
     ------
@@ -228,6 +252,8 @@ def maximize(
             n_candidates,
             n_polish,
             maxiter,
+            refine,
+            int(n_refine),
         )
 
 

@@ -187,6 +187,45 @@ def test_maximize_uses_seeds_for_narrow_peaks():
     np.testing.assert_allclose(x, peak, atol=1e-4)
 
 
+def test_maximize_refine_decides_among_the_screened_best():
+    c = np.array([0.3, 0.6])
+
+    def precise(U):
+        return -np.sum((U - c) ** 2, axis=1)
+
+    def noisy(U):
+        # deterministic "noise" much larger than the differences near c
+        return precise(U) + 0.05 * np.sin(997.0 * U[:, 0] + 613.0 * U[:, 1])
+
+    refined = []
+
+    def refine(U):
+        refined.append(len(U))
+        return precise(U)
+
+    kw = dict(n_candidates=256, n_polish=0)
+    x_noisy, _ = maximize(noisy, 2, rng=np.random.default_rng(1), **kw)
+    x, v = maximize(
+        noisy, 2, rng=np.random.default_rng(1), refine=refine, n_refine=8, **kw
+    )
+    # the refined score is what is returned, only the screened best were
+    # re-scored, and the winner of the screen was among them
+    assert refined == [8]
+    assert v == precise(x[None])[0]
+    assert precise(x[None])[0] >= precise(x_noisy[None])[0]
+    # an excluded screen winner is never re-scored or returned
+    x2, _ = maximize(
+        noisy,
+        2,
+        rng=np.random.default_rng(1),
+        refine=precise,
+        n_refine=8,
+        exclude=[x],
+        **kw,
+    )
+    assert np.max(np.abs(x2 - x)) > 1e-9
+
+
 @pytest.mark.parametrize("acquisition", ["ei", "pi", "lcb", "ei_per_second"])
 def test_propose_batch_distinct_new_and_reproducible(acquisition):
     s, X, y = _fitted(n=10, d=2, sampling="map")

@@ -140,6 +140,34 @@ def test_information_gain_matches_brute_force(problem):
     assert np.ptp(brute) > 0.1  # the candidates really differ
 
 
+def test_information_gain_on_leading_draws_equals_a_smaller_posterior(problem):
+    X, y, Z, x, noise = problem
+    cand = np.vstack([x, [[0.05]], [[0.9]]])
+    mean, cov = _gp_posterior(X, y, np.vstack([Z, cand]), noise)
+    n = len(Z)
+    cross, var_y = cov[n:, :n], np.diag(cov)[n:] + noise
+    normals = standard_normal_draws(1024, n + 1, np.random.default_rng(3))
+    post = RepresenterPosterior(mean[:n], cov[:n, :n], normals)
+    small = RepresenterPosterior(mean[:n], cov[:n, :n], normals[:128])
+    np.testing.assert_allclose(
+        post.information_gain(cross, var_y, n_samples=128),
+        small.information_gain(cross, var_y),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    # still exactly zero where the observation cannot move f(Z)
+    zero = post.information_gain(np.zeros((1, n)), np.array([1.0]), n_samples=128)
+    assert zero[0] == pytest.approx(0.0, abs=1e-12)
+    # the screening estimate is close to the full one on this problem
+    np.testing.assert_allclose(
+        post.information_gain(cross, var_y, n_samples=128),
+        post.information_gain(cross, var_y),
+        atol=0.1,
+    )
+    with pytest.raises(ValueError, match="n_samples"):
+        post.information_gain(cross, var_y, n_samples=0)
+
+
 def test_information_gain_validation():
     post = RepresenterPosterior(np.zeros(3), np.eye(3), np.zeros((4, 4)))
     with pytest.raises(ValueError, match="var_y"):
