@@ -48,8 +48,8 @@ candidate, i.e. ``O(C Q S N)`` for ``C`` candidates: with the defaults
 candidate and posterior, about 0.5 ms on one core. A caller scoring many
 candidates can screen them on the leading ``n_samples`` draws
 (:meth:`RepresenterPosterior.information_gain`) and score only the best on
-all of them, as FABOLAS does (128 draws, then 1024 for the best 16). Candidates are
-processed in chunks, so memory stays at about 16 MB. Measured on a 1-D GP
+all of them, as FABOLAS does (128 draws, then 1024 for the best 16).
+Candidates are processed in chunks, so memory stays at about 16 MB. Measured on a 1-D GP
 with 12 representers, the Monte Carlo error of a single gain is about 0.009
 nats at ``S = 1024`` (0.02 at ``S = 256``); with common random numbers the
 error of the difference between neighbouring candidates is about half of
