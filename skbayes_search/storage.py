@@ -599,15 +599,25 @@ class TrialStore:
 
     def _schema_state(self, conn: sqlite3.Connection) -> str:
         """Return "store" or "empty", raise ValueError for anything else."""
+        # The three reads must see one snapshot: read one by one, they can
+        # straddle another process's creation of the schema and see tables
+        # without the application id (a new store mistaken for a foreign one).
+        own_snapshot = not conn.in_transaction
         try:
-            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT name FROM sqlite_master ORDER BY name"
-                ).fetchall()
-            ]
+            if own_snapshot:
+                conn.execute("BEGIN")
+            try:
+                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                tables = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT name FROM sqlite_master ORDER BY name"
+                    ).fetchall()
+                ]
+            finally:
+                if own_snapshot and conn.in_transaction:
+                    conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
                 raise

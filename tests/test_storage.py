@@ -463,3 +463,52 @@ def test_two_processes_write_at_once(tmp_path):
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
+
+
+def test_schema_check_sees_one_snapshot_while_another_process_creates_it(tmp_path):
+    # Another process creating the schema between the check's reads must not
+    # make a new store look like a foreign database (tables without the
+    # application id): the check reads one snapshot.
+    from skbayes_search import storage
+
+    path = tmp_path / "new.sqlite"
+    path.touch()
+    store = TrialStore(path)
+    reader = sqlite3.connect(path, isolation_level=None, timeout=0)
+
+    def create_schema_elsewhere():
+        other = sqlite3.connect(path, isolation_level=None, timeout=0)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            for statement in storage._SCHEMA.split(";"):
+                if statement.strip():
+                    other.execute(statement)
+            other.execute(f"PRAGMA application_id={storage.APPLICATION_ID}")
+            other.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            other.execute("COMMIT")  # blocked while the reader holds its snapshot
+        except sqlite3.OperationalError:
+            other.rollback()
+        finally:
+            other.close()
+
+    class Interleaved:
+        """The reader's connection, with the creator running after its first read."""
+
+        in_transaction = property(lambda self: reader.in_transaction)
+
+        def execute(self, sql, *args):
+            # the statement is finished (rows fetched) before the creator runs
+            rows = reader.execute(sql, *args).fetchall()
+            if sql.startswith("PRAGMA application_id"):
+                create_schema_elsewhere()
+            return Rows(rows)
+
+    class Rows(list):
+        def fetchone(self):
+            return self[0] if self else None
+
+        def fetchall(self):
+            return list(self)
+
+    assert store._schema_state(Interleaved()) in {"empty", "store"}
+    reader.close()
