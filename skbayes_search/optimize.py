@@ -155,11 +155,9 @@ def _maximize(
         # best few admissible candidates are re-scored and only they compete,
         # so the winner is not the luckiest draw of a noisy screen
         order = np.argsort(-vals, kind="stable")
-        top = [i for i in order if np.isfinite(vals[i])][: 4 * n_refine]
-        if top:
-            top = np.asarray(top)
-            top = top[~_excluded_mask(C[top], excl)][:n_refine]
-        if len(top):
+        admissible = np.isfinite(vals) & ~_excluded_mask(C, excl)
+        top = order[admissible[order]][:n_refine]
+        if top.size:
             C = C[top]
             vals = _evaluate(refine, C)
 
