@@ -49,13 +49,13 @@ candidate and posterior, about 0.5 ms on one core. A caller scoring many
 candidates can screen them on the leading ``n_samples`` draws
 (:meth:`RepresenterPosterior.information_gain`) and score only the best on
 all of them, as FABOLAS does (128 draws, then 1024 for the best 16).
-Candidates are processed in chunks, so memory stays at about 16 MB. Measured on a 1-D GP
-with 12 representers, the Monte Carlo error of a single gain is about 0.009
-nats at ``S = 1024`` (0.02 at ``S = 256``); with common random numbers the
-error of the difference between neighbouring candidates is about half of
-that, where independent draws per candidate leave it at about the
-single-gain error. The estimate is exactly zero for a candidate
-uncorrelated with the representers.
+Candidates are processed in chunks, so memory stays at about 16 MB. Measured
+on a 1-D GP with 12 representers, the Monte Carlo error of a single gain is
+about 0.009 nats at ``S = 1024`` (0.02 at ``S = 256``); with common random
+numbers the error of the difference between neighbouring candidates is about
+half of that, where independent draws per candidate leave it at about the
+single-gain error. The estimate is exactly zero for a candidate uncorrelated
+with the representers.
 
 Expectation propagation (Hennig & Schuler's choice) costs ``O(N^4)`` per
 ``p_min`` and would have to be rerun for every candidate and fantasy value
@@ -368,11 +368,7 @@ class RepresenterPosterior:
                 raise ValueError(f"n_samples must be >= 1, got {n_samples}.")
             S = min(S, int(n_samples))
         samples, normals = self.samples_[:S], self.normals[:S]
-        base_entropy = (
-            self.entropy_
-            if S == self.samples_.shape[0]
-            else float(entropy(pmin_monte_carlo(samples)))
-        )
+        base_entropy = float(entropy(pmin_monte_carlo(samples)))
         out = np.empty(n_cand)
         chunk = max(1, min(n_cand, _CHUNK_ELEMENTS // (S * n)))
         # one work array reused for every chunk and node: allocating it anew

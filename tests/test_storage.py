@@ -469,25 +469,19 @@ def test_schema_check_sees_one_snapshot_while_another_process_creates_it(tmp_pat
     # Another process creating the schema between the check's reads must not
     # make a new store look like a foreign database (tables without the
     # application id): the check reads one snapshot.
-    from skbayes_search import storage
-
     path = tmp_path / "new.sqlite"
     path.touch()
     store = TrialStore(path)
     reader = sqlite3.connect(path, isolation_level=None, timeout=0)
 
     def create_schema_elsewhere():
+        # the store's own schema creation, on a connection that does not wait:
+        # its COMMIT is refused while the reader holds its snapshot
         other = sqlite3.connect(path, isolation_level=None, timeout=0)
         try:
-            other.execute("BEGIN IMMEDIATE")
-            for statement in storage._SCHEMA.split(";"):
-                if statement.strip():
-                    other.execute(statement)
-            other.execute(f"PRAGMA application_id={storage.APPLICATION_ID}")
-            other.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            other.execute("COMMIT")  # blocked while the reader holds its snapshot
+            TrialStore(path)._check_schema(other)
         except sqlite3.OperationalError:
-            other.rollback()
+            pass
         finally:
             other.close()
 
