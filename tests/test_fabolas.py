@@ -207,6 +207,9 @@ def test_initial_design_uses_requested_fractions(data):
         search.cv_results_["n_resources"][:5], [200, 25, 50, 200, 25]
     )
     assert search.min_resources_ == 25
+    # the design goes out as one batch (one ask), even with a single worker
+    np.testing.assert_array_equal(search.cv_results_["iter"][:5], 0)
+    assert search.cv_results_["iter"][5] > 0  # the final evaluation
 
 
 def test_final_full_data_evaluation_exactly_once(data):
