@@ -205,3 +205,40 @@ def test_halving_schedule_matches_scikit_learn(n_candidates, min_resources):
     rungs = halving_schedule(700, n_candidates, min_resources, n_classes=3)
     assert [c for c, _ in rungs] == search.n_candidates_
     assert [r for _, r in rungs] == search.n_resources_
+
+
+def test_fabolas_extrapolation_ranks_a_representative_learning_curve():
+    # validation score = a bowl over the unit cube minus a learning-curve
+    # term that vanishes at s~ = 1; small subsets rank like all data, so the
+    # loss model fitted on subsets must rank the full-data scores right
+    from benchmarks.fabolas_extrapolation import check_run
+    from benchmarks.tasks import ESTIMATORS, space_ours
+    from skbayes_search.space import SearchSpace
+
+    space = SearchSpace(space_ours(ESTIMATORS["svc"].params))
+    rng = np.random.default_rng(0)
+    n_search, n_splits = 1000, 5
+    n_train, min_resources = 800, 20  # auto for 2 classes, 5 splits
+
+    def score(u, s):
+        return 0.9 - 0.3 * np.sum((u - [0.6, 0.4]) ** 2) - 0.1 * (1 - s) ** 2
+
+    trials = []
+    for u in rng.uniform(size=(40, 2)):
+        rows = int(rng.integers(min_resources, n_train // 4))
+        s = 1 - math.log(rows / n_train) / math.log(min_resources / n_train)
+        params = space.from_unit(u[None, :])[0]
+        trials.append({"params": params, "resource": rows, "score": score(u, s)})
+    truth_u = rng.uniform(size=(25, 2))
+    refit_params = space.from_unit(truth_u)
+    refit_scores = np.array([score(u, 1.0) for u in truth_u])
+    record = {"seed": 0, "n_splits": n_splits, "trials": trials}
+    task_info = {"n_search": n_search, "n_classes": 2}
+    (row,) = check_run(
+        record, task_info, space, refit_params, refit_scores, [1.0], n_hyper_samples=2
+    )
+    assert row["trials"] == 40
+    assert row["largest_fraction"] < 0.25
+    assert row["spearman"] > 0.8
+    assert row["first_ranked_test"] >= np.sort(refit_scores)[-3]
+    assert abs(row["median_gap_top10"]) < 0.05
