@@ -207,7 +207,10 @@ class FabolasSearchCV(BaseBayesSearchCV):
         ``MIN_RESOURCES_REGRESSION`` (100) rows. When
         ``n_train / min_resources < 16`` the range of fractions is too narrow
         to be useful: a warning is raised and every trial runs on all data
-        (plain entropy-search BO through the same code).
+        (plain entropy-search BO through the same code). Raise it when
+        subsets this small would rank configurations differently from all
+        data (few rows per class): the model cannot foresee learning curves
+        that cross above ``s_min``.
     initial_fractions : sequence of float, default=(1/64, 1/32, 1/16, 1/8)
         Training fractions of the initial design, used in turn; each in
         (0, 1] and raised to at least ``min_resources`` rows.
