@@ -461,7 +461,9 @@ class FabolasSearchCV(BaseBayesSearchCV):
             random_state=seed + 1,
         )
         design_rng = np.random.default_rng([seed, 4])
-        self._design = ctx.space.sample(self.n_initial_points, design_rng)
+        self._design_params = ctx.space.from_unit(
+            ctx.space.sample(self.n_initial_points, design_rng)
+        )
 
     # ------------------------------------------------------------------
     # the fraction axis
@@ -663,18 +665,34 @@ class FabolasSearchCV(BaseBayesSearchCV):
     # ------------------------------------------------------------------
     # strategy hooks
     # ------------------------------------------------------------------
-    def _design_trials(self, ctx: SearchContext, n_slots: int, it: int) -> list[Trial]:
-        n_done = len(ctx.trials)
-        if n_done < len(self._design):
-            U = self._design[n_done : n_done + n_slots]
+    def _pending_design(self, ctx: SearchContext) -> list[int]:
+        """Indices of the design points no finished trial has evaluated.
+
+        Matched by configuration, not counted: the design goes out as one
+        batch whose trials finish in any order, so a search stopped in the
+        middle of it and resumed must run the points that did not finish.
+        """
+        done = [t.params for t in ctx.trials]
+        return [i for i, p in enumerate(self._design_params) if p not in done]
+
+    def _design_trials(
+        self, ctx: SearchContext, n_slots: int, it: int, pending: list[int]
+    ) -> list[Trial]:
+        if pending:
+            chosen = pending[:n_slots]
+            params_list = [self._design_params[i] for i in chosen]
+            # each design point keeps its place in the cycle of fractions
+            positions = chosen
         else:
             # too few successes for a model: keep exploring at random
             U = ctx.space.sample(n_slots, ctx.rng, method="random")
+            params_list = ctx.space.from_unit(U)
+            positions = range(len(ctx.trials), len(ctx.trials) + n_slots)
         fractions = np.asarray(self.initial_fractions, dtype=float).ravel()
         s_min = self.min_resources_ / ctx.n_train
         trials = []
-        for k, params in enumerate(ctx.space.from_unit(U)):
-            f = 1.0 if self.fallback_ else fractions[(n_done + k) % fractions.size]
+        for params, pos in zip(params_list, positions):
+            f = 1.0 if self.fallback_ else fractions[pos % fractions.size]
             trials.append(
                 Trial(
                     params,
@@ -699,17 +717,17 @@ class FabolasSearchCV(BaseBayesSearchCV):
             return []
         if not self.fallback_:
             n_slots = min(n_slots, ctx.n_remaining() - 1)
-        if n_done < self.n_initial_points or ctx.n_succeeded() < 2:
-            if not self.fallback_ and n_done < len(self._design):
+        pending = self._pending_design(ctx)
+        if pending or ctx.n_succeeded() < 2:
+            if not self.fallback_:
                 # The design points depend neither on each other nor on any
                 # result, so they go out as one batch: one small-subset trial
                 # at a time leaves workers idle between trials (with 5 folds
                 # on 2 cores, every third round). Not in the fallback, where
                 # each design point is a full-data fit and max_time must be
                 # able to stop between them.
-                n_design = min(len(self._design) - n_done, ctx.n_remaining() - 1)
-                n_slots = max(n_slots, n_design)
-            return self._design_trials(ctx, n_slots, it)
+                n_slots = max(n_slots, min(len(pending), ctx.n_remaining() - 1))
+            return self._design_trials(ctx, n_slots, it, pending)
         with threadpool_limits(1):
             trials = self._propose(ctx, n_slots, it, started)
         self._last_overhead = time.perf_counter() - started
@@ -796,7 +814,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
             if ctx.trials:
                 return []  # every trial failed; the base reports it
             # no trial at all (n_iter=1): evaluate the first design point
-            params = ctx.space.from_unit(self._design[:1])[0]
+            params = self._design_params[0]
             self._best_row = 0
             return [
                 Trial(
