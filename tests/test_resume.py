@@ -39,11 +39,11 @@ Y_TOY = np.zeros(20)
 
 
 def _search(store, n_iter, **kwargs):
+    kwargs.setdefault("n_initial_points", 3)
     return BayesSearchCV(
         Counted(),
         {"a": Real(0.0, 1.0)},
         n_iter=n_iter,
-        n_initial_points=3,
         cv=2,
         random_state=0,
         hyperparameter_sampling="map",
@@ -70,6 +70,30 @@ def test_resume_reads_back_and_evaluates_no_trial_twice(tmp_path):
     assert [t["trial_index"] for t in trials] == list(range(9))
     assert store.run(store.run_id("run"))["status"] == "finished"
     assert second.run_name_ == "run"
+
+
+def test_resume_mid_batch_runs_the_design_points_that_did_not_finish(tmp_path):
+    # Batches of 3 finish in any order. Simulate a kill after design points
+    # 0, 1 and 3 finished (2 did not): the resumed search must run 2, 4 and 5
+    # once each, and no finished point again.
+    import sqlite3
+
+    kw = dict(n_initial_points=6, n_points=3)
+    first = _search(str(tmp_path / "a.db"), 6, **kw).fit(X_TOY, Y_TOY)
+    design = first.cv_results_["params"]
+    src, dst = sqlite3.connect(tmp_path / "a.db"), sqlite3.connect(tmp_path / "b.db")
+    src.backup(dst)
+    with dst:
+        dst.execute("DELETE FROM trials WHERE trial_index = 2 OR trial_index > 3")
+    src.close()
+    dst.close()
+
+    resumed = _search(str(tmp_path / "b.db"), 6, **kw).fit(X_TOY, Y_TOY)
+    params = resumed.cv_results_["params"]
+    assert params[:3] == [design[i] for i in (0, 1, 3)]
+    assert sorted(params[3:], key=str) == sorted(
+        [design[i] for i in (2, 4, 5)], key=str
+    )
 
 
 def test_resume_with_another_space_or_estimator_is_an_error(tmp_path):

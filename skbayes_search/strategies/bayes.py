@@ -314,7 +314,10 @@ class BayesProposer:
         n_slots = int(min(n_slots, n_left))
         n_ok = int(np.isfinite(ctx.scores(trials)).sum()) if trials else 0
         design = self.initial_design(ctx)
-        U = _unseen(design[n_done : n_done + n_slots], X)
+        # The design points not evaluated yet, not the next ones by count: a
+        # batch finishes in any order, so a search stopped in the middle of
+        # one and resumed must run exactly the points that did not finish.
+        U = _unseen(design, X)[:n_slots] if n_done < len(design) else design[:0]
         if n_done >= len(design) and n_ok < 2:
             # Too few successes for a GP: keep exploring at random.
             U = _unseen(ctx.space.sample(16 * n_slots, ctx.rng, "random"), X)
