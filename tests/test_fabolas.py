@@ -212,24 +212,19 @@ def test_initial_design_uses_requested_fractions(data):
     assert search.cv_results_["iter"][5] > 0  # the final evaluation
 
 
-def test_resume_mid_design_runs_the_points_that_did_not_finish(data, tmp_path):
+def test_resume_mid_design_runs_the_points_that_did_not_finish(
+    data, tmp_path, killed_copy
+):
     # The design goes out as one batch and may finish in any order. Simulate a
     # kill after design points 0, 1, 2 and 4 finished (3 and 5 did not): the
     # resumed search must run exactly 3 and 5, each at its own fraction.
-    import sqlite3
-
     X, y = data
     kw = dict(n_iter=8, n_initial_points=6, run_name="r", **SMALL)
     first = FabolasSearchCV(Synthetic(), SPACE, store=tmp_path / "a.db", **kw)
     first.fit(X, y)
     design = first.cv_results_["params"][:6]
     design_fractions = first.cv_results_["resource_fraction"][:6]
-    src, dst = sqlite3.connect(tmp_path / "a.db"), sqlite3.connect(tmp_path / "b.db")
-    src.backup(dst)
-    with dst:
-        dst.execute("DELETE FROM trials WHERE trial_index IN (3, 5) OR trial_index > 5")
-    src.close()
-    dst.close()
+    killed_copy(tmp_path / "a.db", tmp_path / "b.db", finished=(0, 1, 2, 4))
 
     resumed = FabolasSearchCV(Synthetic(), SPACE, store=tmp_path / "b.db", **kw)
     resumed.fit(X, y)

@@ -72,21 +72,16 @@ def test_resume_reads_back_and_evaluates_no_trial_twice(tmp_path):
     assert second.run_name_ == "run"
 
 
-def test_resume_mid_batch_runs_the_design_points_that_did_not_finish(tmp_path):
+def test_resume_mid_batch_runs_the_design_points_that_did_not_finish(
+    tmp_path, killed_copy
+):
     # Batches of 3 finish in any order. Simulate a kill after design points
     # 0, 1 and 3 finished (2 did not): the resumed search must run 2, 4 and 5
     # once each, and no finished point again.
-    import sqlite3
-
     kw = dict(n_initial_points=6, n_points=3)
     first = _search(str(tmp_path / "a.db"), 6, **kw).fit(X_TOY, Y_TOY)
     design = first.cv_results_["params"]
-    src, dst = sqlite3.connect(tmp_path / "a.db"), sqlite3.connect(tmp_path / "b.db")
-    src.backup(dst)
-    with dst:
-        dst.execute("DELETE FROM trials WHERE trial_index = 2 OR trial_index > 3")
-    src.close()
-    dst.close()
+    killed_copy(tmp_path / "a.db", tmp_path / "b.db", finished=(0, 1, 3))
 
     resumed = _search(str(tmp_path / "b.db"), 6, **kw).fit(X_TOY, Y_TOY)
     params = resumed.cv_results_["params"]
