@@ -12,9 +12,14 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from skbayes_search._trial import SearchContext, TrialRecord
 from skbayes_search.gp import GaussianProcess
-from skbayes_search.space import Real
-from skbayes_search.strategies.fabolas import FabolasSearchCV, make_kernels
+from skbayes_search.space import Real, SearchSpace
+from skbayes_search.strategies.fabolas import (
+    FabolasSearchCV,
+    cost_power_law,
+    make_kernels,
+)
 
 # The checks scikit-learn itself marks as expected failures for its searches.
 EXPECTED_FAILED_CHECKS = {
@@ -302,6 +307,84 @@ def test_max_time_still_evaluates_incumbent_on_all_data(data):
     assert len(res["params"]) < 1000
     assert res["resource_fraction"][search.best_index_] == 1.0
     assert search.best_params_ == search.incumbent_trajectory_[-1][1]
+
+
+# ----------------------------------------------------------------------
+# budgeting the final full-data evaluation
+# ----------------------------------------------------------------------
+def test_cost_power_law_reads_fixed_cost_and_top_slope():
+    f = np.geomspace(1 / 512, 1 / 4, 10)
+    # fixed costs flatten the curve on tiny subsets: one slope through all
+    # fractions is far below the one at the top, which is what extrapolates
+    cost = 0.02 + 50.0 * f**1.7
+    assert np.polyfit(np.log(f), np.log(cost), 1)[0] < 1.3
+    c0, b = cost_power_law(f, cost)
+    assert c0 == pytest.approx(cost.min())
+    assert b == pytest.approx(1.7, abs=0.05)
+    # the slope comes from the largest fractions: a steeper top wins
+    bent = np.where(f > 1 / 32, 50.0 * f**2.5 * 32**0.8, 50.0 * f**1.7)
+    assert cost_power_law(f, bent)[1] > 2.2
+    # too narrow a span, or too few mostly-variable costs: at least linear
+    assert cost_power_law([0.1, 0.12, 0.15], [1.0, 5.0, 20.0])[1] == 1.0
+    assert cost_power_law(f, np.full(10, 0.3))[1] == 1.0
+    # clipped to [1, 3]
+    assert cost_power_law(f, 0.01 + f**0.5)[1] == 1.0
+    assert cost_power_law(f, 0.01 + 1e4 * f**5)[1] == 3.0
+
+
+def test_final_evaluation_reserve_follows_convex_cost():
+    """The time set aside for the incumbent's full-data evaluation covers a
+    fit time that is convex in log rows, which the cost GP's (1, s~) basis,
+    fitted mostly to tiny subsets, under-predicts (SVC behaves like this)."""
+    n_train, n_splits, workers = 16_000, 5, 2
+    space = SearchSpace(SPACE)
+    rng = np.random.default_rng(0)
+    U = space.sample(40, rng, method="random")
+    # most trials on tiny subsets, as FABOLAS runs them; at most 1/8 of the data
+    fractions = np.exp(rng.uniform(np.log(40 / n_train), np.log(1 / 8), 40))
+    fractions[:30] = np.minimum(fractions[:30], 1 / 64)
+    U[1] = U[0]  # the incumbent was also tried on 1/64
+    fractions[:2] = 1 / 8, 1 / 64
+
+    def per_split(f):
+        return 0.05 + 40.0 * f**2  # 40 s per split on all rows
+
+    ctx = SearchContext(
+        space=space,
+        rng=rng,
+        seed=0,
+        n_train=n_train,
+        n_classes=2,
+        n_splits=n_splits,
+        budget=1000,
+        max_time=600.0,
+        n_jobs_effective=workers,
+        start_time=time.perf_counter(),
+    )
+    for i, (u, f) in enumerate(zip(U, fractions)):
+        ctx.trials.append(
+            TrialRecord(
+                params=space.from_unit(u[None, :])[0],
+                x=u,
+                fraction=float(f),
+                n_resources=round(f * n_train),
+                score=0.9 - 0.1 * i / 40,
+                cost=n_splits * per_split(f),
+                fit_time=n_splits * per_split(f),
+                failed=False,
+                iter=i,
+                elapsed_time=float(i),
+            )
+        )
+    search = FabolasSearchCV(Synthetic(), SPACE, min_resources=40, **SMALL)
+    search._init_search(ctx)
+    search._fit_models(ctx)
+    # five splits on two workers: three rounds of one split each
+    truth = 3 * per_split(1.0)
+    gp_only = search._cost_upper(search._with_s(U[:1], 1.0))[0] * 3 / n_splits
+    assert gp_only < 0.5 * truth  # alone, it would overrun max_time
+    reserve = search._full_data_seconds(ctx, 0)
+    assert 0.7 * truth < reserve < 2.0 * truth
 
 
 # ----------------------------------------------------------------------
