@@ -17,7 +17,8 @@ from skbayes_search.gp import GaussianProcess
 from skbayes_search.space import Real, SearchSpace
 from skbayes_search.strategies.fabolas import (
     FabolasSearchCV,
-    cost_power_law,
+    cost_curve,
+    full_data_cost,
     make_kernels,
 )
 
@@ -312,24 +313,36 @@ def test_max_time_still_evaluates_incumbent_on_all_data(data):
 # ----------------------------------------------------------------------
 # budgeting the final full-data evaluation
 # ----------------------------------------------------------------------
-def test_cost_power_law_reads_fixed_cost_and_top_slope():
-    f = np.geomspace(1 / 512, 1 / 4, 10)
-    # fixed costs flatten the curve on tiny subsets: one slope through all
-    # fractions is far below the one at the top, which is what extrapolates
+def test_cost_curve_extrapolates_fixed_plus_variable_cost():
+    f = np.geomspace(1 / 512, 1 / 8, 12)
+    # fixed costs flatten the curve on tiny subsets: one power law through
+    # all fractions has a slope far below the variable part's 1.7
     cost = 0.02 + 50.0 * f**1.7
     assert np.polyfit(np.log(f), np.log(cost), 1)[0] < 1.3
-    c0, b = cost_power_law(f, cost)
+    c0, curve = cost_curve(f, cost)
     assert c0 == pytest.approx(cost.min())
-    assert b == pytest.approx(1.7, abs=0.05)
-    # the slope comes from the largest fractions: a steeper top wins
-    bent = np.where(f > 1 / 32, 50.0 * f**2.5 * 32**0.8, 50.0 * f**1.7)
-    assert cost_power_law(f, bent)[1] > 2.2
-    # too narrow a span, or too few mostly-variable costs: at least linear
-    assert cost_power_law([0.1, 0.12, 0.15], [1.0, 5.0, 20.0])[1] == 1.0
-    assert cost_power_law(f, np.full(10, 0.3))[1] == 1.0
-    # clipped to [1, 3]
-    assert cost_power_law(f, 0.01 + f**0.5)[1] == 1.0
-    assert cost_power_law(f, 0.01 + 1e4 * f**5)[1] == 3.0
+    assert full_data_cost(c0, curve, f[-1], cost[-1]) == pytest.approx(50.02, rel=0.1)
+    # a log-log slope that keeps growing is read as convex, and extrapolates
+    # further than a line through the largest fractions does
+    bent = 0.02 + 10.0 * f**1.2 + 40.0 * f**2.2
+    c0, curve = cost_curve(f, bent)
+    assert curve[0] > 0
+    top = f > f[-1] / 16
+    slope = np.polyfit(np.log(f[top]), np.log(bent[top] - c0), 1)[0]
+    line = c0 + (bent[-1] - c0) * f[-1] ** -slope
+    assert line < full_data_cost(c0, curve, f[-1], bent[-1]) < 50.02
+    # too few, or too narrow a span of, mostly-variable costs: linear
+    c0, curve = cost_curve([0.1, 0.12, 0.15], [1.0, 5.0, 20.0])
+    assert full_data_cost(c0, curve, 0.1, 2.0) == pytest.approx(1.0 + 1.0 * 10)
+    c0, curve = cost_curve(f, np.full(12, 0.3))
+    assert full_data_cost(c0, curve, 0.1, 0.3) == pytest.approx(0.3 + 0.3 * 10)
+    # the implied exponent is kept in [1, 3]
+    c0, curve = cost_curve(f, 0.01 + f**0.5)
+    assert full_data_cost(c0, curve, 0.1, 1.0) == pytest.approx(c0 + (1 - c0) * 10)
+    assert full_data_cost(0.0, np.array([0.0, 5.0, 0.0]), 0.1, 1.0) == pytest.approx(
+        1000.0
+    )
+    assert full_data_cost(0.0, curve, 1.0, 7.0) == 7.0
 
 
 def test_final_evaluation_reserve_follows_convex_cost():

@@ -30,7 +30,7 @@ from ..entropy_search import (
 from ..gp import BasisKernel, GPSurrogate, Matern52, ProductKernel
 from ..optimize import maximize
 
-__all__ = ["FabolasSearchCV", "cost_power_law", "make_kernels"]
+__all__ = ["FabolasSearchCV", "cost_curve", "full_data_cost", "make_kernels"]
 
 #: ``min_resources="auto"`` for regressors (and unsupervised estimators).
 MIN_RESOURCES_REGRESSION = 100
@@ -63,25 +63,25 @@ _N_REFINE = 16
 _N_POLISH = 0
 # One-sided 95 % normal quantile, for cautious cost predictions near max_time.
 _Z95 = 1.6448536269514722
-# Cost ~ c0 + a * fraction**b: the exponent is read off the trials within this
-# factor of the largest fraction tried whose variable part (cost above the
-# fixed cost c0) is at least this share of their cost, and kept in these
-# bounds (at least linear: a fit reads every row).
-_EXPONENT_WINDOW = 16.0
+# A fit's cost is c0 (fixed) plus a variable part whose log is modelled as a
+# convex function of the log fraction, read off the trials where the variable
+# part is at least this share of the cost; extrapolated to all rows, the
+# implied exponent is kept in these bounds (at least linear: a fit reads every
+# row).
 _VARIABLE_SHARE = 0.5
 _EXPONENT_BOUNDS = (1.0, 3.0)
 
 
-def cost_power_law(fractions: Any, costs: Any) -> tuple[float, float]:
-    """Fixed cost ``c0`` and exponent ``b`` of ``cost ~ c0 + a * fraction**b``.
+def cost_curve(fractions: Any, costs: Any) -> tuple[float, np.ndarray]:
+    """Fixed cost and log-log curve of the variable cost of a fit.
 
-    ``c0`` is the cheapest cost seen (on the smallest subsets a fit costs its
-    fixed overhead). ``b`` is the least-squares slope of ``log(cost - c0)``
-    on ``log fraction`` over the trials within a factor ``_EXPONENT_WINDOW``
-    of the largest fraction whose cost is mostly variable (all of those when
-    the window holds fewer than 3 or spans less than a factor 2), clipped to
-    ``_EXPONENT_BOUNDS``; the lower bound when even all of them are too few
-    or too narrow to read a slope from.
+    Returns ``c0``, the cheapest cost seen (on the smallest subsets a fit
+    costs its fixed overhead), and the coefficients (highest power first) of
+    ``log(cost - c0)`` as a polynomial in ``log fraction``, fitted by least
+    squares to the trials whose cost is mostly variable: a quadratic when
+    they are at least 5 and span a factor 4 in fraction, unless it comes out
+    concave; otherwise a line; the line of slope 1 when they are fewer than 3
+    or span less than a factor 2.
 
     Why not the cost GP: its ``(1, s~)`` basis fits one power law to every
     fraction. Fit time is convex in log rows (fixed costs flatten tiny
@@ -92,22 +92,35 @@ def cost_power_law(fractions: Any, costs: Any) -> tuple[float, float]:
     """
     f = np.log(np.asarray(fractions, dtype=float))
     c = np.asarray(costs, dtype=float)
+    linear = np.array([0.0, 1.0, 0.0])
     if not c.size:
-        return 0.0, _EXPONENT_BOUNDS[0]
+        return 0.0, linear
     c0 = float(c.min())
     variable = c - c0
     use = variable >= _VARIABLE_SHARE * c
+    if use.sum() < 3 or np.ptp(f[use]) < np.log(2.0):
+        return c0, linear
+    x, y = f[use], np.log(variable[use])
+    if use.sum() >= 5 and np.ptp(x) >= np.log(4.0):
+        quad = np.polyfit(x, y, 2)
+        if quad[0] >= 0.0:
+            return c0, quad
+    return c0, np.concatenate([[0.0], np.polyfit(x, y, 1)])
 
-    def readable(mask: np.ndarray) -> bool:
-        return mask.sum() >= 3 and np.ptp(f[mask]) >= np.log(2.0)
 
-    if not readable(use):
-        return c0, _EXPONENT_BOUNDS[0]
-    near = use & (f >= f[use].max() - np.log(_EXPONENT_WINDOW))
-    if readable(near):
-        use = near
-    slope = np.polyfit(f[use], np.log(variable[use]), 1)[0]
-    return c0, float(np.clip(slope, *_EXPONENT_BOUNDS))
+def full_data_cost(c0: float, curve: np.ndarray, fraction: float, cost: float) -> float:
+    """A fit's cost on all rows, from its cost on ``fraction`` of them.
+
+    Scales the variable part (at least ``c0``: smaller is noise) by the
+    power of ``1 / fraction`` that ``curve`` implies between ``fraction``
+    and 1, kept in ``_EXPONENT_BOUNDS``. See :func:`cost_curve`.
+    """
+    if fraction >= 1.0:
+        return float(cost)
+    lf = float(np.log(fraction))
+    b = (np.polyval(curve, 0.0) - np.polyval(curve, lf)) / -lf
+    b = float(np.clip(b, *_EXPONENT_BOUNDS))
+    return c0 + max(cost - c0, c0) * fraction**-b
 
 
 def _error_kind(scores: np.ndarray) -> str:
@@ -244,10 +257,11 @@ class FabolasSearchCV(BaseBayesSearchCV):
         one more proposal and the incumbent's final full-data evaluation;
         when none fits the search ends. That evaluation is budgeted at the
         larger of the cost model's bound and the incumbent's own fits scaled
-        to all rows by the power law the largest fits show (fixed cost plus
-        ``a * fraction**b``, ``b`` in [1, 3]; see
-        :func:`skbayes_search.strategies.fabolas.cost_power_law`),
-        divided among the workers. It runs even if that was too optimistic.
+        to all rows along the curve all fits trace (a fixed cost plus a
+        variable part convex in log-log, growing at least linearly and at
+        most cubically; see
+        :func:`skbayes_search.strategies.fabolas.cost_curve`), divided among
+        the workers. It runs even if that was too optimistic.
     min_resources : "auto" or int, default="auto"
         Fewest training rows per fit (the smallest fraction ``s_min`` is
         ``min_resources / n_train``, with ``n_train`` the training rows of
@@ -587,7 +601,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         """Cautious wall-clock seconds of the incumbent's full-data evaluation.
 
         The larger of the cost model's bound and the incumbent's own measured
-        fits scaled up to all rows by :func:`cost_power_law` (the smallest of
+        fits scaled up to all rows along :func:`cost_curve` (the smallest of
         those extrapolations: the largest fit extrapolates least); summed
         over splits, then divided among the workers (the final evaluation
         runs alone).
@@ -595,10 +609,9 @@ class FabolasSearchCV(BaseBayesSearchCV):
         x = ctx.trials[inc].x
         ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
         costs = ctx.costs(ok)
-        c0, b = cost_power_law([t.fraction for t in ok], costs)
-        # a variable part below c0 is noise: scale at least c0
+        c0, curve = cost_curve([t.fraction for t in ok], costs)
         own = [
-            c0 + max(c - c0, c0) * t.fraction**-b
+            full_data_cost(c0, curve, t.fraction, c)
             for t, c in zip(ok, costs)
             if np.array_equal(t.x, x)
         ]
