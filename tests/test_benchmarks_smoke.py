@@ -242,3 +242,39 @@ def test_fabolas_extrapolation_ranks_a_representative_learning_curve():
     assert row["spearman"] > 0.8
     assert row["first_ranked_test"] >= np.sort(refit_scores)[-3]
     assert abs(row["median_gap_top10"]) < 0.05
+
+
+def test_fabolas_budget_report_measures_the_final_evaluation():
+    from benchmarks.fabolas_budget import final_evaluation_report
+    from skbayes_search.strategies.fabolas import reserve_seconds
+
+    inc, other = {"C": 1.0}, {"C": 2.0}
+    fractions = [1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 16, 1.0]
+    per_split = [0.02, 0.05, 0.15, 0.5, 1.8, 0.1, 25.0]
+    results = {
+        "params": [other, other, inc, other, other, other, inc],
+        "resource_fraction": fractions,
+        "mean_fit_time": [0.8 * t for t in per_split],
+        "mean_score_time": [0.2 * t for t in per_split],
+        "mean_test_score": [0.8, 0.8, 0.8, 0.8, 0.8, np.nan, 0.8],
+        "elapsed_time": [1.0, 1.5, 2.0, 3.0, 5.0, 5.5, 20.0],
+    }
+    report = final_evaluation_report(results, 5, 2, budget=18.0, wall=20.4)
+    assert report["trials"] == 7
+    assert report["final_fraction"] == 1.0
+    assert report["last_trial_end"] == 5.5
+    assert report["final_seconds"] == 14.5
+    assert report["final_cost_summed"] == 125.0
+    assert not report["within_budget"]
+    # the reserve is the search's own, from the successful rows before the
+    # final one (the failed row is left out)
+    keep = [0, 1, 2, 3, 4]
+    expected = reserve_seconds(
+        [fractions[i] for i in keep],
+        [5 * per_split[i] for i in keep],
+        [i == 2 for i in keep],
+        5,
+        2,
+    )
+    assert expected > 0
+    assert report["reserve_seconds"] == round(expected, 1)

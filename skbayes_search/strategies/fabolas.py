@@ -30,7 +30,13 @@ from ..entropy_search import (
 from ..gp import BasisKernel, GPSurrogate, Matern52, ProductKernel
 from ..optimize import maximize
 
-__all__ = ["FabolasSearchCV", "cost_curve", "full_data_cost", "make_kernels"]
+__all__ = [
+    "FabolasSearchCV",
+    "cost_curve",
+    "full_data_cost",
+    "make_kernels",
+    "reserve_seconds",
+]
 
 #: ``min_resources="auto"`` for regressors (and unsupervised estimators).
 MIN_RESOURCES_REGRESSION = 100
@@ -125,6 +131,37 @@ def full_data_cost(c0: float, curve: np.ndarray, fraction: float, cost: float) -
     b = (np.polyval(curve, 0.0) - np.polyval(curve, lf)) / -lf
     b = float(np.clip(b, *_EXPONENT_BOUNDS))
     return c0 + max(cost - c0, c0) * fraction**-b
+
+
+def _wall_seconds(summed: float, n_splits: int, n_jobs: int) -> float:
+    """Wall seconds of a trial alone on ``n_jobs`` workers, from the seconds
+    summed over its ``n_splits`` splits (rounds of one split per worker)."""
+    workers = max(1, min(int(n_jobs), n_splits))
+    return summed * int(np.ceil(n_splits / workers)) / n_splits
+
+
+def reserve_seconds(
+    fractions: Any, costs: Any, own: Any, n_splits: int, n_jobs: int
+) -> float:
+    """Wall seconds to set aside for one configuration's full-data evaluation.
+
+    ``fractions`` and ``costs`` (seconds summed over splits) are every
+    successful trial's; ``own`` marks the configuration's own trials. Each of
+    those is scaled to all rows along :func:`cost_curve`, the smallest
+    extrapolation (the largest fit extrapolates least) is taken with a
+    ``_RESERVE_MARGIN`` margin and divided among the workers (the final
+    evaluation runs alone). 0 when the configuration has no trial.
+    """
+    costs = np.asarray(costs, dtype=float)
+    fractions = np.asarray(fractions, dtype=float)
+    own = np.asarray(own, dtype=bool)
+    if not own.any():
+        return 0.0
+    c0, curve = cost_curve(fractions, costs)
+    scaled = [
+        full_data_cost(c0, curve, f, c) for f, c in zip(fractions[own], costs[own])
+    ]
+    return _wall_seconds(_RESERVE_MARGIN * min(scaled), n_splits, n_jobs)
 
 
 def _error_kind(scores: np.ndarray) -> str:
@@ -603,29 +640,19 @@ class FabolasSearchCV(BaseBayesSearchCV):
         return np.exp(np.vstack(bounds)).mean(axis=0)
 
     def _full_data_seconds(self, ctx: SearchContext, inc: int) -> float:
-        """Cautious wall-clock seconds of the incumbent's full-data evaluation.
-
-        The larger of the cost model's bound and ``_RESERVE_MARGIN`` times the
-        incumbent's own measured fits scaled up to all rows along
-        :func:`cost_curve` (the smallest of those extrapolations: the largest
-        fit extrapolates least); summed
-        over splits, then divided among the workers (the final evaluation
-        runs alone).
-        """
+        """Cautious wall-clock seconds of the incumbent's full-data evaluation:
+        the larger of the cost model's bound and :func:`reserve_seconds`."""
         x = ctx.trials[inc].x
         ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
-        costs = ctx.costs(ok)
-        c0, curve = cost_curve([t.fraction for t in ok], costs)
-        own = [
-            full_data_cost(c0, curve, t.fraction, c)
-            for t, c in zip(ok, costs)
-            if np.array_equal(t.x, x)
-        ]
-        summed = float(self._cost_upper(self._with_s(x[None, :], 1.0))[0])
-        if own:
-            summed = max(summed, _RESERVE_MARGIN * min(own))
-        workers = max(1, min(ctx.n_jobs_effective, ctx.n_splits))
-        return summed * int(np.ceil(ctx.n_splits / workers)) / ctx.n_splits
+        curve = reserve_seconds(
+            [t.fraction for t in ok],
+            ctx.costs(ok),
+            [np.array_equal(t.x, x) for t in ok],
+            ctx.n_splits,
+            ctx.n_jobs_effective,
+        )
+        bound = float(self._cost_upper(self._with_s(x[None, :], 1.0))[0])
+        return max(curve, _wall_seconds(bound, ctx.n_splits, ctx.n_jobs_effective))
 
     def _predict_full_loss(self, X: np.ndarray) -> np.ndarray:
         """Mean predicted loss at s = 1, averaged over hyperparameter samples."""
