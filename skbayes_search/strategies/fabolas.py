@@ -644,7 +644,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         the larger of the cost model's bound and :func:`reserve_seconds`."""
         x = ctx.trials[inc].x
         ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
-        curve = reserve_seconds(
+        scaled = reserve_seconds(
             [t.fraction for t in ok],
             ctx.costs(ok),
             [np.array_equal(t.x, x) for t in ok],
@@ -652,7 +652,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
             ctx.n_jobs_effective,
         )
         bound = float(self._cost_upper(self._with_s(x[None, :], 1.0))[0])
-        return max(curve, _wall_seconds(bound, ctx.n_splits, ctx.n_jobs_effective))
+        return max(scaled, _wall_seconds(bound, ctx.n_splits, ctx.n_jobs_effective))
 
     def _predict_full_loss(self, X: np.ndarray) -> np.ndarray:
         """Mean predicted loss at s = 1, averaged over hyperparameter samples."""
