@@ -324,13 +324,18 @@ def test_cost_curve_extrapolates_fixed_plus_variable_cost():
     assert full_data_cost(c0, curve, f[-1], cost[-1]) == pytest.approx(50.02, rel=0.1)
     # a log-log slope that keeps growing is read as convex, and extrapolates
     # further than a line through the largest fractions does
-    bent = 0.02 + 10.0 * f**1.2 + 40.0 * f**2.2
-    c0, curve = cost_curve(f, bent)
+    # (given enough fits over a wide enough span to read a curvature from)
+    wide = np.geomspace(1 / 1024, 1 / 4, 16)
+    bent = 0.02 + 10.0 * wide**1.2 + 40.0 * wide**2.2
+    c0, curve = cost_curve(wide, bent)
     assert curve[0] > 0
-    top = f > f[-1] / 16
-    slope = np.polyfit(np.log(f[top]), np.log(bent[top] - c0), 1)[0]
-    line = c0 + (bent[-1] - c0) * f[-1] ** -slope
-    assert line < full_data_cost(c0, curve, f[-1], bent[-1]) < 50.02
+    top = wide > wide[-1] / 16
+    slope = np.polyfit(np.log(wide[top]), np.log(bent[top] - c0), 1)[0]
+    line = c0 + (bent[-1] - c0) * wide[-1] ** -slope
+    assert line < full_data_cost(c0, curve, wide[-1], bent[-1]) < 50.02
+    # fewer fits, or a narrower span, give a line: the design's 10 fits over
+    # a factor 8 are too few to tell curvature from scatter
+    assert cost_curve(wide[-10:], bent[-10:])[1][0] == 0.0
     # too few, or too narrow a span of, mostly-variable costs: linear
     c0, curve = cost_curve([0.1, 0.12, 0.15], [1.0, 5.0, 20.0])
     assert full_data_cost(c0, curve, 0.1, 2.0) == pytest.approx(1.0 + 1.0 * 10)
@@ -398,6 +403,20 @@ def test_final_evaluation_reserve_follows_convex_cost():
     assert gp_only < 0.5 * truth  # alone, it would overrun max_time
     reserve = search._full_data_seconds(ctx, 0)
     assert 0.7 * truth < reserve < 2.0 * truth
+
+
+def test_an_outsized_reserve_does_not_end_the_search(data, monkeypatch):
+    # an extrapolation from a few small fits can put the final evaluation far
+    # beyond max_time; the reserve is capped at half of it, so the search
+    # goes on instead of stopping right after the initial design
+    X, y = data
+    monkeypatch.setattr(
+        FabolasSearchCV, "_full_data_seconds", lambda self, ctx, inc: 1e6
+    )
+    search = FabolasSearchCV(
+        Synthetic(), SPACE, n_iter=8, max_time=120.0, n_initial_points=3, **SMALL
+    ).fit(X, y)
+    assert len(search.cv_results_["params"]) == 8
 
 
 # ----------------------------------------------------------------------

@@ -80,6 +80,15 @@ _EXPONENT_BOUNDS = (1.0, 3.0)
 # incumbents on adult, covertype and connect_4 the actual full-data cost was
 # 0.7-1.4 times the extrapolation, so the reserve takes 1.5 times it.
 _RESERVE_MARGIN = 1.5
+# A curvature read off fewer fits, or a narrower span of fractions, than this
+# is mostly the scatter between configurations (the initial design: 10 fits
+# over a factor 8), and extrapolated 64-fold it put a 42 s evaluation at 600 s.
+_QUADRATIC_MIN_FITS = 10
+_QUADRATIC_MIN_SPAN = 16.0
+# The reserve never takes more than this share of max_time: a larger one is
+# more likely an extrapolation from few small fits than a real cost, and
+# trusting it ends the search at once (connect_4: after 8.5 s of 300).
+_RESERVE_MAX_SHARE = 0.5
 
 
 def cost_curve(fractions: Any, costs: Any) -> tuple[float, np.ndarray]:
@@ -89,9 +98,10 @@ def cost_curve(fractions: Any, costs: Any) -> tuple[float, np.ndarray]:
     costs its fixed overhead), and the coefficients (highest power first) of
     ``log(cost - c0)`` as a polynomial in ``log fraction``, fitted by least
     squares to the trials whose cost is mostly variable: a quadratic when
-    they are at least 5 and span a factor 4 in fraction, unless it comes out
-    concave; otherwise a line; the line of slope 1 when they are fewer than 3
-    or span less than a factor 2.
+    they are at least ``_QUADRATIC_MIN_FITS`` and span a factor
+    ``_QUADRATIC_MIN_SPAN`` in fraction, unless it comes out concave;
+    otherwise a line; the line of slope 1 when they are fewer than 3 or span
+    less than a factor 2.
 
     Why not the cost GP: its ``(1, s~)`` basis fits one power law to every
     fraction. Fit time is convex in log rows (fixed costs flatten tiny
@@ -111,7 +121,7 @@ def cost_curve(fractions: Any, costs: Any) -> tuple[float, np.ndarray]:
     if use.sum() < 3 or np.ptp(f[use]) < np.log(2.0):
         return c0, linear
     x, y = f[use], np.log(variable[use])
-    if use.sum() >= 5 and np.ptp(x) >= np.log(4.0):
+    if use.sum() >= _QUADRATIC_MIN_FITS and np.ptp(x) >= np.log(_QUADRATIC_MIN_SPAN):
         quad = np.polyfit(x, y, 2)
         if quad[0] >= 0.0:
             return c0, quad
@@ -302,8 +312,8 @@ class FabolasSearchCV(BaseBayesSearchCV):
         variable part convex in log-log, growing at least linearly and at
         most cubically; see
         :func:`skbayes_search.strategies.fabolas.cost_curve`) with a 1.5x
-        margin, divided among the workers. It runs even if that was too
-        optimistic.
+        margin, divided among the workers, and at most half of ``max_time``.
+        It runs even if that was too optimistic.
     min_resources : "auto" or int, default="auto"
         Fewest training rows per fit (the smallest fraction ``s_min`` is
         ``min_resources / n_train``, with ``n_train`` the training rows of
@@ -865,7 +875,10 @@ class FabolasSearchCV(BaseBayesSearchCV):
         if ctx.max_time is not None:
             reserve = self._last_overhead or 0.0
             if not self.fallback_ and self._full_data_row(ctx, inc) is None:
-                reserve += self._full_data_seconds(ctx, inc)
+                reserve += min(
+                    self._full_data_seconds(ctx, inc),
+                    _RESERVE_MAX_SHARE * ctx.max_time,
+                )
             max_cost = ctx.time_left() - reserve
             if max_cost <= 0:
                 return []
