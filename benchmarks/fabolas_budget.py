@@ -6,7 +6,8 @@ to the budget, then reports, from ``cv_results_``:
 
 - the run's wall time against the budget;
 - when the last trial before the final full-data evaluation ended, and how
-  long that evaluation took;
+  long that evaluation took (there is none when the incumbent already ran on
+  all data);
 - what :func:`~skbayes_search.strategies.fabolas.reserve_seconds` makes of the
   trials before it (the time the search sets aside for that evaluation),
   against the wall seconds it took and the cost it was extrapolated from.
@@ -40,8 +41,11 @@ def final_evaluation_report(
 ) -> dict[str, Any]:
     """Budget figures of a finished FABOLAS search, from its ``cv_results_``.
 
-    The final evaluation is the last row; the reserve is recomputed from the
-    rows before it, as the search saw them when it stopped proposing.
+    The final evaluation is the last row when it ran on all data without an
+    acquisition value; the reserve is recomputed from the rows before it, as
+    the search saw them when it stopped proposing. When the incumbent had
+    already been evaluated on all data there is no final evaluation, and the
+    figures about it are ``None``.
     """
     elapsed = np.asarray(results["elapsed_time"], dtype=float)
     fractions = np.asarray(results["resource_fraction"], dtype=float)
@@ -51,6 +55,26 @@ def final_evaluation_report(
     costs = np.maximum(per_split * n_splits, 1e-3)
     ok = np.isfinite(np.asarray(results["mean_test_score"], dtype=float))
     final = len(elapsed) - 1
+    acquisition = np.asarray(
+        results.get("acquisition_value", np.full(final + 1, np.nan)), dtype=float
+    )
+    report = {
+        "budget": budget,
+        "wall": round(wall, 1),
+        "within_budget": bool(wall <= budget),
+        "trials": len(elapsed),
+        "final_evaluation": bool(
+            fractions[final] >= 1.0 and not np.isfinite(acquisition[final])
+        ),
+    }
+    if not report["final_evaluation"]:
+        names = (
+            "last_trial_end",
+            "final_seconds",
+            "final_cost_summed",
+            "reserve_seconds",
+        )
+        return {**report, **dict.fromkeys(names)}
     before = np.arange(final)
     started = float(elapsed[before].max()) if final else 0.0
     own = [results["params"][i] == results["params"][final] for i in before]
@@ -63,11 +87,7 @@ def final_evaluation_report(
         n_jobs,
     )
     return {
-        "budget": budget,
-        "wall": round(wall, 1),
-        "within_budget": bool(wall <= budget),
-        "trials": len(elapsed),
-        "final_fraction": float(fractions[final]),
+        **report,
         "last_trial_end": round(started, 1),
         "final_seconds": round(float(elapsed[final]) - started, 1),
         "final_cost_summed": round(float(costs[final]), 1),

@@ -259,9 +259,10 @@ def test_fabolas_budget_report_measures_the_final_evaluation():
         "mean_test_score": [0.8, 0.8, 0.8, 0.8, 0.8, np.nan, 0.8],
         "elapsed_time": [1.0, 1.5, 2.0, 3.0, 5.0, 5.5, 20.0],
     }
+    results["acquisition_value"] = [np.nan] * 3 + [0.5, 0.4, 0.3, np.nan]
     report = final_evaluation_report(results, 5, 2, budget=18.0, wall=20.4)
     assert report["trials"] == 7
-    assert report["final_fraction"] == 1.0
+    assert report["final_evaluation"]
     assert report["last_trial_end"] == 5.5
     assert report["final_seconds"] == 14.5
     assert report["final_cost_summed"] == 125.0
@@ -278,3 +279,10 @@ def test_fabolas_budget_report_measures_the_final_evaluation():
     )
     assert expected > 0
     assert report["reserve_seconds"] == round(expected, 1)
+    # the incumbent had run on all data already: the last row is an ordinary
+    # trial, and there is no final evaluation to report on
+    results["acquisition_value"][-1] = 0.2
+    report = final_evaluation_report(results, 5, 2, budget=18.0, wall=17.0)
+    assert not report["final_evaluation"]
+    assert report["within_budget"]
+    assert report["final_seconds"] is None and report["reserve_seconds"] is None
