@@ -153,7 +153,7 @@ def test_synthetic_small_fractions_early_and_incumbent_tracks_truth(data):
         # (a few ms of sleep plus the fit's overhead) must stay large when the
         # machine's load inflates that overhead. At 0.3 s, the count of small
         # early fractions below fell to the threshold (4 of 6) in 1 of 8 runs
-        # under two-way load, and the test failed once in six full-suite runs
+        # under two-way load, and the test failed once in five full-suite runs
         Synthetic(delay=1.0),
         SPACE,
         n_iter=20,
