@@ -353,27 +353,21 @@ def test_cost_curve_extrapolates_fixed_plus_variable_cost():
     assert full_data_cost(0.0, curve, 1.0, 7.0) == 7.0
 
 
-def test_final_evaluation_reserve_follows_convex_cost():
-    """The time set aside for the incumbent's full-data evaluation covers a
-    fit time that is convex in log rows, which the cost GP's (1, s~) basis,
-    fitted mostly to tiny subsets, under-predicts (SVC behaves like this)."""
-    n_train, n_splits, workers = 16_000, 5, 2
+def _hand_built_context(n_train, n_splits, workers, per_split, seed=0):
+    """A search context with 40 finished trials, as FABOLAS runs them: most
+    on tiny subsets, at most 1/8 of the data, the first configuration (the
+    best) tried on 1/8 and on 1/64."""
     space = SearchSpace(SPACE)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     U = space.sample(40, rng, method="random")
-    # most trials on tiny subsets, as FABOLAS runs them; at most 1/8 of the data
     fractions = np.exp(rng.uniform(np.log(40 / n_train), np.log(1 / 8), 40))
     fractions[:30] = np.minimum(fractions[:30], 1 / 64)
-    U[1] = U[0]  # the incumbent was also tried on 1/64
+    U[1] = U[0]
     fractions[:2] = 1 / 8, 1 / 64
-
-    def per_split(f):
-        return 0.05 + 40.0 * f**2  # 40 s per split on all rows
-
     ctx = SearchContext(
         space=space,
         rng=rng,
-        seed=0,
+        seed=seed,
         n_train=n_train,
         n_classes=2,
         n_splits=n_splits,
@@ -397,6 +391,19 @@ def test_final_evaluation_reserve_follows_convex_cost():
                 elapsed_time=float(i),
             )
         )
+    return ctx, U
+
+
+def test_final_evaluation_reserve_follows_convex_cost():
+    """The time set aside for the incumbent's full-data evaluation covers a
+    fit time that is convex in log rows, which the cost GP's (1, s~) basis,
+    fitted mostly to tiny subsets, under-predicts (SVC behaves like this)."""
+    n_train, n_splits, workers = 16_000, 5, 2
+
+    def per_split(f):
+        return 0.05 + 40.0 * f**2  # 40 s per split on all rows
+
+    ctx, U = _hand_built_context(n_train, n_splits, workers, per_split)
     search = FabolasSearchCV(Synthetic(), SPACE, min_resources=40, **SMALL)
     search._init_search(ctx)
     search._fit_models(ctx)
@@ -406,6 +413,27 @@ def test_final_evaluation_reserve_follows_convex_cost():
     assert gp_only < 0.5 * truth  # alone, it would overrun max_time
     reserve = search._full_data_seconds(ctx, 0)
     assert 0.7 * truth < reserve < 2.0 * truth
+
+
+def test_proposal_does_not_depend_on_the_threads_it_uses():
+    # with n_jobs > 1 the hyperparameter samples' acquisitions run in threads;
+    # the proposal must be the one a single thread makes
+    proposals = []
+    for workers in (1, 2, 3):
+        ctx, _ = _hand_built_context(16_000, 2, workers, lambda f: 0.05 + f)
+        search = FabolasSearchCV(
+            Synthetic(),
+            SPACE,
+            min_resources=40,
+            overhead=0.1,
+            **{**SMALL, "n_hyper_samples": 3, "n_representers": 10},
+        )
+        search._init_search(ctx)
+        trials = search._propose(ctx, 2, 0, time.perf_counter())
+        proposals.append([(t.params, t.fraction, t.extras) for t in trials])
+    assert len(proposals[0]) == 2
+    assert proposals[1] == proposals[0]
+    assert proposals[2] == proposals[0]
 
 
 def test_an_outsized_reserve_does_not_end_the_search(data, monkeypatch):

@@ -8,6 +8,9 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -735,17 +738,20 @@ class FabolasSearchCV(BaseBayesSearchCV):
         models: list,
         overhead: float,
         max_cost: float = np.inf,
+        pmap: Callable = map,
     ) -> tuple[Any, Any]:
         """Vectorised information gain per second for a set of loss models.
 
         Returns a cheap screening version (the first ``_N_SCREEN_SAMPLES``
         common draws) and the precise one (all ``N_PMIN_SAMPLES``).
         Candidates whose predicted cost exceeds ``max_cost`` seconds get
-        ``-inf`` (they would overrun ``max_time``).
+        ``-inf`` (they would overrun ``max_time``). ``pmap`` maps the work
+        of each hyperparameter sample (a thread pool's ``map`` spreads it
+        over the cores the search's workers leave idle while it thinks).
         """
         normals = standard_normal_draws(N_PMIN_SAMPLES, len(Z) + 1, ctx.rng)
-        parts = []
-        for model in models:
+
+        def prepare(model: Any) -> tuple:
             mean_z, cov_z = model.predict(Z, full_cov=True)
             post = RepresenterPosterior(mean_z, cov_z, normals)
             theta = model.kernel_theta_
@@ -753,14 +759,17 @@ class FabolasSearchCV(BaseBayesSearchCV):
             Vz = solve_triangular(
                 model.L_, amp * model.kernel(theta, model.X_, Z), lower=True
             )
-            parts.append((model, post, Vz))
+            return model, post, Vz
+
+        parts = list(pmap(prepare, models))
         cost_gp = self._cost_gp
 
         def func(U: np.ndarray, n_samples: int | None = None) -> np.ndarray:
             # called under the caller's threadpool_limits(1)
             U = np.atleast_2d(U)
-            gains = np.empty((len(parts), U.shape[0]))
-            for j, (model, post, Vz) in enumerate(parts):
+
+            def gain(part: tuple) -> np.ndarray:
+                model, post, Vz = part
                 theta, amp = model.kernel_theta_, model.amplitude_
                 Vu = solve_triangular(
                     model.L_, amp * model.kernel(theta, model.X_, U), lower=True
@@ -770,9 +779,11 @@ class FabolasSearchCV(BaseBayesSearchCV):
                     "ij,ij->j", Vu, Vu
                 )
                 var_y = np.maximum(var_f, 0.0) + model.noise_var_
-                gains[j] = post.information_gain(
+                return post.information_gain(
                     cross, var_y, N_QUADRATURE, n_samples=n_samples
                 )
+
+            gains = np.vstack(list(pmap(gain, parts)))
             log_cost = self._mean(cost_gp, U)
             values = fabolas_acquisition(gains, log_cost, overhead)
             if np.isfinite(max_cost):
@@ -895,48 +906,60 @@ class FabolasSearchCV(BaseBayesSearchCV):
         seeds = np.vstack(seeds)
         exclude = Xin.copy()
 
-        trials = []
-        for _ in range(n_slots):
-            screen, precise = self._acquisition(ctx, Z, models, overhead, max_cost)
-            u, value = maximize(
-                screen,
-                Xin.shape[1],
-                rng=ctx.rng,
-                snap=lambda U: self._snap(ctx, U),
-                seeds=seeds,
-                exclude=exclude,
-                n_candidates=_N_CANDIDATES,
-                n_polish=_N_POLISH,
-                refine=precise,
-                n_refine=_N_REFINE,
-            )
-            if not np.isfinite(value):
-                break  # nothing affordable in the time left
-            x = u[: self._n_x]
-            fraction = 1.0
-            if not self.fallback_:
-                rows = round(float(self._s_to_fraction(u[self._n_x])) * ctx.n_train)
-                fraction = min(1.0, max(rows, self.min_resources_) / ctx.n_train)
-            predicted = _to_score(self._predict_full_loss(x[None, :]), self._kind)
-            trials.append(
-                Trial(
-                    ctx.space.from_unit(x[None, :])[0],
-                    float(fraction),
-                    iter=it,
-                    extras={
-                        "predicted_full_score": float(predicted[0]),
-                        "acquisition_value": float(value),
-                    },
+        # Trials are proposed only when the previous ones have finished, so
+        # the search's workers sit idle while it thinks: the proposal may use
+        # as many threads as there are workers (numpy frees the GIL in the
+        # array work that dominates it).
+        n_threads = min(ctx.n_jobs_effective, len(models))
+        with ExitStack() as stack:
+            pmap: Callable = map
+            if n_threads > 1:
+                pmap = stack.enter_context(ThreadPoolExecutor(n_threads)).map
+            trials = []
+            for _ in range(n_slots):
+                screen, precise = self._acquisition(
+                    ctx, Z, models, overhead, max_cost, pmap
                 )
-            )
-            exclude = np.vstack([exclude, u])
-            if len(trials) < n_slots:
-                # a pending point: condition every loss model on its predicted
-                # mean (a fantasy that only shrinks the variance there), so
-                # the next slot goes where information is still to be had
-                models = [
-                    m.condition(u[None, :], m.predict(u[None, :])[0]) for m in models
-                ]
+                u, value = maximize(
+                    screen,
+                    Xin.shape[1],
+                    rng=ctx.rng,
+                    snap=lambda U: self._snap(ctx, U),
+                    seeds=seeds,
+                    exclude=exclude,
+                    n_candidates=_N_CANDIDATES,
+                    n_polish=_N_POLISH,
+                    refine=precise,
+                    n_refine=_N_REFINE,
+                )
+                if not np.isfinite(value):
+                    break  # nothing affordable in the time left
+                x = u[: self._n_x]
+                fraction = 1.0
+                if not self.fallback_:
+                    rows = round(float(self._s_to_fraction(u[self._n_x])) * ctx.n_train)
+                    fraction = min(1.0, max(rows, self.min_resources_) / ctx.n_train)
+                predicted = _to_score(self._predict_full_loss(x[None, :]), self._kind)
+                trials.append(
+                    Trial(
+                        ctx.space.from_unit(x[None, :])[0],
+                        float(fraction),
+                        iter=it,
+                        extras={
+                            "predicted_full_score": float(predicted[0]),
+                            "acquisition_value": float(value),
+                        },
+                    )
+                )
+                exclude = np.vstack([exclude, u])
+                if len(trials) < n_slots:
+                    # a pending point: condition every loss model on its predicted
+                    # mean (a fantasy that only shrinks the variance there), so
+                    # the next slot goes where information is still to be had
+                    models = [
+                        m.condition(u[None, :], m.predict(u[None, :])[0])
+                        for m in models
+                    ]
         return trials
 
     def _finalize(self, ctx: SearchContext) -> list[Trial]:
