@@ -106,6 +106,23 @@ def test_matern_values_and_ard_columns():
     np.testing.assert_allclose(k0([0.0], Xa), k0([0.0], Xb))
 
 
+def test_repeated_evaluations_on_cached_inputs_match_distances():
+    # MCMC re-evaluates the kernel on one input set; from the second call on
+    # r^2 comes from cached squared differences, which must give the matrix
+    # the distance computation gives
+    X, _ = _data(n=30, d=3)
+    k = Matern52(dims=[0, 2])
+    pre = k.precompute(X)
+    rng = np.random.default_rng(1)
+    for i in range(4):
+        theta = rng.uniform(-3, 1, size=2)
+        K = k.evaluate(theta, pre)
+        assert ("sq" in pre[2]) == (i >= 1)  # a one-off call builds no table
+        np.testing.assert_allclose(K, k(theta, X, X), rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(K, K.T)
+        np.testing.assert_array_equal(np.diag(K), 1.0)
+
+
 def test_basis_kernel_is_phi_sigma_phi_and_psd_for_any_theta():
     rng = np.random.default_rng(1)
     s = rng.uniform(size=(30, 1))

@@ -161,6 +161,11 @@ class Kernel:
         return SumKernel(self, other)
 
 
+#: Largest cached table of per-dimension squared differences (float64
+#: elements, 16 MB); beyond it the kernel computes distances on each call.
+_MAX_SQ_DIFFS = 2_000_000
+
+
 class StationaryARD(Kernel):
     """Base of the stationary kernels of an ARD-scaled distance.
 
@@ -275,20 +280,50 @@ class StationaryARD(Kernel):
     def precompute(self, X1: Any, X2: Any = None) -> Any:
         A = self._cols(_as_2d(X1))
         B = None if X2 is None else self._cols(_as_2d(X2))
-        return (A, B)
+        # symmetric case: a slot for the per-dimension squared differences,
+        # filled by the second evaluation (see _cached_r2)
+        return (A, B, {} if B is None else None)
+
+    def _cached_r2(self, theta: np.ndarray, pre: Any) -> np.ndarray | None:
+        """Condensed ``r^2`` from cached squared differences, or None.
+
+        MCMC evaluates the kernel on the same inputs hundreds of times with
+        new length scales. With the squared differences per dimension cached,
+        ``r^2`` is one matrix-vector product instead of a ``pdist`` call
+        (about 4x faster at 60 points). Building the table costs several
+        ``pdist`` calls, so a one-off evaluation does not build it.
+        """
+        cache = pre[2] if len(pre) > 2 else None
+        if cache is None:
+            return None
+        sq = cache.get("sq")
+        if sq is None:
+            A = pre[0]
+            n = A.shape[0]
+            cache["calls"] = cache.get("calls", 0) + 1
+            if cache["calls"] < 2 or n * (n - 1) // 2 * A.shape[1] > _MAX_SQ_DIFFS:
+                return None
+            i, j = np.triu_indices(n, 1)
+            sq = cache["sq"] = (A[i] - A[j]) ** 2
+        return sq @ np.exp(-2.0 * np.asarray(theta, dtype=float))
 
     @staticmethod
     def _scaled(theta: np.ndarray, pre: Any) -> tuple[np.ndarray, np.ndarray | None]:
         """The cached inputs divided by the length scales (``None`` stays)."""
-        A, B = pre
+        A, B = pre[0], pre[1]
         inv_l = np.exp(-np.asarray(theta, dtype=float))
         return A * inv_l, None if B is None else B * inv_l
 
     def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+        # r^2 comes from differences (cached, or inside (c|p)dist), so that
+        # of nearby points has no cancellation; the symmetric case does half
+        # the work and is exactly symmetric with a unit diagonal
+        r2 = self._cached_r2(theta, pre)
+        if r2 is not None:
+            K = squareform(self._profile(r2))
+            np.fill_diagonal(K, 1.0)
+            return K
         As, Bs = self._scaled(theta, pre)
-        # (c|p)dist work on differences, so r^2 of nearby points has no
-        # cancellation; the symmetric case does half the work and is exactly
-        # symmetric with a unit diagonal
         if Bs is None:
             if As.shape[0] < 2:
                 return np.ones((As.shape[0], As.shape[0]))
