@@ -347,7 +347,10 @@ class FabolasSearchCV(BaseBayesSearchCV):
     scoring : str, callable, list, tuple or dict, default=None
         As in :class:`~sklearn.model_selection.GridSearchCV`.
     n_jobs : int, default=None
-        Number of jobs running folds in parallel (through joblib).
+        Number of jobs running folds in parallel (through joblib). The
+        workers wait while the search proposes the next trial, so the
+        proposal computes the acquisitions of the hyperparameter samples in
+        up to ``n_jobs`` threads (same result as with one).
     refit : bool, str or callable, default=True
         As in :class:`~sklearn.model_selection.GridSearchCV`;
         ``best_estimator_`` is refitted on all data.
