@@ -6,6 +6,7 @@ FABOLAS (Klein, Falkner, Bartels, Hennig, Hutter; AISTATS 2017, paper 001).
 from __future__ import annotations
 
 import numbers
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -912,8 +913,9 @@ class FabolasSearchCV(BaseBayesSearchCV):
         # Trials are proposed only when the previous ones have finished, so
         # the search's workers sit idle while it thinks: the proposal may use
         # as many threads as there are workers (numpy frees the GIL in the
-        # array work that dominates it).
-        n_threads = min(ctx.n_jobs_effective, len(models))
+        # array work that dominates it). Never more threads than local
+        # cores: with a dask backend the workers may be on other machines.
+        n_threads = min(ctx.n_jobs_effective, len(models), os.cpu_count() or 1)
         with ExitStack() as stack:
             pmap: Callable = map
             if n_threads > 1:
