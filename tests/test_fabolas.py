@@ -20,6 +20,7 @@ from skbayes_search.strategies.fabolas import (
     cost_curve,
     full_data_cost,
     make_kernels,
+    reserve_seconds,
 )
 
 # The checks scikit-learn itself marks as expected failures for its searches.
@@ -344,13 +345,34 @@ def test_cost_curve_extrapolates_fixed_plus_variable_cost():
     assert full_data_cost(c0, curve, 0.1, 2.0) == pytest.approx(1.0 + 1.0 * 10)
     c0, curve = cost_curve(f, np.full(12, 0.3))
     assert full_data_cost(c0, curve, 0.1, 0.3) == pytest.approx(0.3 + 0.3 * 10)
-    # the implied exponent is kept in [1, 3]
+    # read off few fits or a narrow span, growth is taken as at least linear
     c0, curve = cost_curve(f, 0.01 + f**0.5)
     assert full_data_cost(c0, curve, 0.1, 1.0) == pytest.approx(c0 + (1 - c0) * 10)
+    # the implied exponent is kept in [0, 3]
     assert full_data_cost(0.0, np.array([0.0, 5.0, 0.0]), 0.1, 1.0) == pytest.approx(
         1000.0
     )
+    assert full_data_cost(0.5, np.array([0.0, -1.0, 0.0]), 0.1, 2.0) == 2.0
     assert full_data_cost(0.0, curve, 1.0, 7.0) == 7.0
+
+
+def test_cost_set_by_the_configuration_is_not_scaled_with_the_rows():
+    # HistGradientBoosting-like costs: mostly fixed per configuration (its
+    # number of iterations), growing slowly with the rows. Many fits over a
+    # wide span show that slow growth, so the costliest configuration's fit
+    # on the smallest subset is not scaled 800-fold to all rows.
+    rng = np.random.default_rng(0)
+    fractions = np.exp(rng.uniform(np.log(1 / 800), np.log(0.7), 60))
+    fixed = np.exp(rng.uniform(np.log(0.03), np.log(0.6), 60))
+    fractions[0], fixed[0] = 1 / 800, 0.6
+    costs = fixed * (1.0 + 0.3 * fractions**0.7)
+    truth = 1.3 * fixed[0]
+    c0, curve = cost_curve(fractions, costs)
+    assert 0.5 * truth < full_data_cost(c0, curve, fractions[0], costs[0]) < 2 * truth
+    own = np.arange(60) == 0
+    # five splits on two workers: three rounds of one split each
+    wall = reserve_seconds(fractions, costs, own, n_splits=5, n_jobs=2)
+    assert 0.5 * truth * 3 / 5 < wall < 3 * truth * 3 / 5
 
 
 def _hand_built_context(n_train, n_splits, workers, per_split, seed=0):

@@ -76,10 +76,15 @@ _Z95 = 1.6448536269514722
 # A fit's cost is c0 (fixed) plus a variable part whose log is modelled as a
 # convex function of the log fraction, read off the trials where the variable
 # part is at least this share of the cost; extrapolated to all rows, the
-# implied exponent is kept in these bounds (at least linear: a fit reads every
-# row).
+# implied exponent is kept in these bounds.
 _VARIABLE_SHARE = 0.5
-_EXPONENT_BOUNDS = (1.0, 3.0)
+_EXPONENT_BOUNDS = (0.0, 3.0)
+# A slope read off few fits or a narrow span of fractions is not trusted below
+# linear (a fit reads every row). One read off many fits over a wide span is:
+# HistGradientBoosting's cost is mostly set by max_iter, so over 74 fits
+# spanning a factor 800 it grew like rows^0.2, and a floor of 1 put a 2 s
+# full-data evaluation at 139 s, which ended a 90 s search after 46 s.
+_SPARSE_MIN_EXPONENT = 1.0
 # Slow configurations steepen faster than the curve all fits trace: for SVC
 # incumbents on adult, covertype and connect_4 the actual full-data cost was
 # 0.7-1.4 times the extrapolation, so the reserve takes 1.5 times it.
@@ -103,9 +108,10 @@ def cost_curve(fractions: Any, costs: Any) -> tuple[float, np.ndarray]:
     ``log(cost - c0)`` as a polynomial in ``log fraction``, fitted by least
     squares to the trials whose cost is mostly variable: a quadratic when
     they are at least ``_QUADRATIC_MIN_FITS`` and span a factor
-    ``_QUADRATIC_MIN_SPAN`` in fraction, unless it comes out concave;
-    otherwise a line; the line of slope 1 when they are fewer than 3 or span
-    less than a factor 2.
+    ``_QUADRATIC_MIN_SPAN`` in fraction, unless it comes out concave, then a
+    line; with fewer fits or a narrower span, a line whose slope is at least
+    ``_SPARSE_MIN_EXPONENT``; the line of slope 1 when they are fewer than 3
+    or span less than a factor 2.
 
     Why not the cost GP: its ``(1, s~)`` basis fits one power law to every
     fraction. Fit time is convex in log rows (fixed costs flatten tiny
@@ -129,7 +135,9 @@ def cost_curve(fractions: Any, costs: Any) -> tuple[float, np.ndarray]:
         quad = np.polyfit(x, y, 2)
         if quad[0] >= 0.0:
             return c0, quad
-    return c0, np.concatenate([[0.0], np.polyfit(x, y, 1)])
+        return c0, np.concatenate([[0.0], np.polyfit(x, y, 1)])
+    slope, intercept = np.polyfit(x, y, 1)
+    return c0, np.array([0.0, max(slope, _SPARSE_MIN_EXPONENT), intercept])
 
 
 def full_data_cost(c0: float, curve: np.ndarray, fraction: float, cost: float) -> float:
@@ -313,8 +321,9 @@ class FabolasSearchCV(BaseBayesSearchCV):
         when none fits the search ends. That evaluation is budgeted at the
         larger of the cost model's bound and the incumbent's own fits scaled
         to all rows along the curve all fits trace (a fixed cost plus a
-        variable part convex in log-log, growing at least linearly and at
-        most cubically; see
+        variable part convex in log-log, growing at most cubically, and at
+        least linearly unless many fits over a wide span of fractions show
+        slower growth; see
         :func:`skbayes_search.strategies.fabolas.cost_curve`) with a 1.5x
         margin, divided among the workers, and at most half of ``max_time``.
         It runs even if that was too optimistic.
