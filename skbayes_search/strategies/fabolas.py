@@ -9,9 +9,9 @@ import numbers
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -184,6 +184,16 @@ def reserve_seconds(
         full_data_cost(c0, curve, f, c) for f, c in zip(fractions[own], costs[own])
     ]
     return _wall_seconds(_RESERVE_MARGIN * min(scaled), n_splits, n_jobs)
+
+
+@contextmanager
+def _thread_map(n_threads: int) -> Iterator[Callable]:
+    """``map``, or a pool's ``map`` over ``n_threads`` threads (same order)."""
+    if n_threads <= 1:
+        yield map
+        return
+    with ThreadPoolExecutor(n_threads) as pool:
+        yield pool.map
 
 
 def _error_kind(scores: np.ndarray) -> str:
@@ -925,10 +935,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         # array work that dominates it). Never more threads than local
         # cores: with a dask backend the workers may be on other machines.
         n_threads = min(ctx.n_jobs_effective, len(models), os.cpu_count() or 1)
-        with ExitStack() as stack:
-            pmap: Callable = map
-            if n_threads > 1:
-                pmap = stack.enter_context(ThreadPoolExecutor(n_threads)).map
+        with _thread_map(n_threads) as pmap:
             trials = []
             for _ in range(n_slots):
                 screen, precise = self._acquisition(
