@@ -270,6 +270,8 @@ class BaseBayesSearchCV(BaseSearchCV):
 
             def evaluate_candidates(trials: list[Trial]) -> None:
                 records: list = [None] * len(trials)
+                if journal is not None:
+                    positions = journal.claim_positions(len(trials))
 
                 def on_trial_done(i: int, outs: list[dict], finish: float) -> None:
                     record = self._make_record(
@@ -278,7 +280,7 @@ class BaseBayesSearchCV(BaseSearchCV):
                     # Committed the moment it finishes: a killed search
                     # loses at most the trials still running.
                     if journal is not None:
-                        journal.write(record, outs)
+                        journal.write(record, outs, positions[i])
                     records[i] = (record, outs)
 
                 evaluator.evaluate(

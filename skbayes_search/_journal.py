@@ -63,9 +63,22 @@ class SearchJournal:
             meta=meta,
             settings={"n_splits": int(meta.get("n_splits", 0))},
         )
+        # place of the next trial in the order the search proposed them
+        self._next_position = 0
 
-    def write(self, record: TrialRecord, outs: list[dict]) -> None:
-        """Commit one finished trial (before the next proposal)."""
+    def claim_positions(self, n: int) -> range:
+        """Places, in proposal order, of a batch of ``n`` trials."""
+        start = self._next_position
+        self._next_position += n
+        return range(start, start + n)
+
+    def write(self, record: TrialRecord, outs: list[dict], position: int) -> None:
+        """Commit one finished trial (before the next proposal).
+
+        ``position`` is the trial's place in proposal order (see
+        :meth:`claim_positions`); trials are committed as they finish, which
+        within a parallel batch is another order.
+        """
         params = {}
         for name, value in record.params.items():
             try:
@@ -95,6 +108,7 @@ class SearchJournal:
                     "elapsed_time": record.elapsed_time,
                     "n_resources": record.n_resources,
                     "score": record.score,
+                    "position": int(position),
                 },
             },
         )
@@ -102,9 +116,22 @@ class SearchJournal:
     def read(
         self, ctx: SearchContext, multimetric: bool | None
     ) -> list[tuple[TrialRecord, list[dict]]]:
-        """Finished trials of the run, as records and per-split outputs."""
+        """Finished trials of the run, as records and per-split outputs.
+
+        In the order the search proposed them, so that a resumed search's
+        ``cv_results_`` lists its earlier trials as the uninterrupted search
+        did, whatever order the workers finished them in. Trials written
+        without a position (by an older version) keep their store order.
+        """
+        rows = self.store.trials(self.run_id)
+        for row in rows:
+            row["extras"].setdefault("position", row["trial_index"])
+        rows.sort(key=lambda row: row["extras"]["position"])
+        self._next_position = max(
+            (row["extras"]["position"] + 1 for row in rows), default=0
+        )
         out = []
-        for row in self.store.trials(self.run_id):
+        for row in rows:
             x = np.asarray(row["x"], dtype=float)
             params = ctx.space.from_unit(x[None, :])[0]
             params.update({k: v for k, v in row["params"].items() if v is not None})
@@ -113,6 +140,7 @@ class SearchJournal:
             elapsed = float(extras.pop("elapsed_time"))
             n_resources = int(extras.pop("n_resources"))
             score = float(extras.pop("score"))
+            extras.pop("position")
             failed = row["status"] == "failed"
             fit_times = row["fit_times"]
             score_times = row["score_times"]

@@ -47,8 +47,9 @@ scores             TEXT     JSON ``{"test": {metric: [per split]},
 fit_times          TEXT     JSON list of seconds per split
 score_times        TEXT     JSON list of seconds per split
 n_test_samples     TEXT     JSON list of ints per split
-extras             TEXT     JSON object (``iter``, ``elapsed_time``, strategy
-                            columns, ...)
+extras             TEXT     JSON object (``iter``, ``elapsed_time``,
+                            ``position``: place in the order the search proposed
+                            its trials, strategy columns, ...)
 created            REAL     Unix time the trial was stored
 =================  =======  ====================================================
 

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from joblib import parallel_backend
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.datasets import load_iris
 from sklearn.linear_model import LogisticRegression
@@ -89,6 +90,50 @@ def test_resume_mid_batch_runs_the_design_points_that_did_not_finish(
     assert sorted(params[3:], key=str) == sorted(
         [design[i] for i in (2, 4, 5)], key=str
     )
+
+
+class SlowLow(Counted):
+    """Fits with a small ``a`` take longest, so a parallel batch finishes in
+    another order than the one it was proposed in."""
+
+    def fit(self, X, y=None):
+        time.sleep(0.5 * (1.0 - self.a))
+        return self
+
+
+def test_resume_reads_a_parallel_batch_back_in_proposal_order(tmp_path):
+    path = str(tmp_path / "trials.sqlite")
+
+    def search(n_iter):
+        return BayesSearchCV(
+            SlowLow(),
+            {"a": Real(0.0, 1.0)},
+            n_iter=n_iter,
+            n_initial_points=4,
+            n_points=4,
+            cv=2,
+            n_jobs=4,
+            random_state=0,
+            hyperparameter_sampling="map",
+            store=path,
+            run_name="run",
+        )
+
+    # four threads run the folds of two trials at once (they mostly sleep)
+    with parallel_backend("threading", n_jobs=4):
+        first = search(4).fit(X_TOY, Y_TOY)
+        proposed = [p["a"] for p in first.cv_results_["params"]]
+        store = TrialStore(path)
+        stored = [row["params"]["a"] for row in store.trials(store.run_id("run"))]
+        # the store holds the trials in the order they finished
+        assert sorted(stored) == sorted(proposed)
+        assert stored != proposed
+        resumed = search(6).fit(X_TOY, Y_TOY)
+    assert [p["a"] for p in resumed.cv_results_["params"][:4]] == proposed
+    np.testing.assert_array_equal(
+        resumed.cv_results_["mean_test_score"][:4], first.cv_results_["mean_test_score"]
+    )
+    assert len(resumed.cv_results_["params"]) == 6
 
 
 def test_resume_with_another_space_or_estimator_is_an_error(tmp_path):
