@@ -55,7 +55,8 @@ def refit_incumbents(
     ----------
     task : Task
     incumbents : list of (dict, float)
-        Parameter settings and the data fractions they are refit on.
+        Parameter settings and the data fractions they are refit on, in the
+        order they should be refit.
     cache_path : Path
         JSON cache, read and updated.
     n_jobs : int
@@ -75,9 +76,19 @@ def refit_incumbents(
         if key not in cache:
             todo[key] = (params, fraction)
     if todo:
-        results = Parallel(n_jobs=n_jobs)(
-            delayed(_fit_and_test)(task, p, f) for p, f in todo.values()
+        # Written after every refit: on large data this stage takes an hour
+        # or more, and a stopped one keeps what it did (rerun with --resume).
+        results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+            delayed(_keyed_fit_and_test)(key, task, p, f)
+            for key, (p, f) in todo.items()
         )
-        cache.update(dict(zip(todo, results)))
-        cache_path.write_text(json.dumps(cache, indent=1))
+        for key, result in results:
+            cache[key] = result
+            cache_path.write_text(json.dumps(cache, indent=1))
     return cache
+
+
+def _keyed_fit_and_test(
+    key: str, task: Task, params: dict, fraction: float
+) -> tuple[str, dict[str, float]]:
+    return key, _fit_and_test(task, params, fraction)

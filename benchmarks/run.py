@@ -237,11 +237,13 @@ def run_task(
         for p in sorted(runs_dir.glob("*-seed*.json"))
         if not p.name.endswith(".spec.json")
     ]
-    wanted = [
-        (inc["params"], inc["refit_fraction"])
-        for r in records
-        for inc in r.get("incumbents", [])
-    ]
+    # Earliest first, across runs: the time-to-target depends on the early
+    # incumbents, so a refit stage stopped part-way has those.
+    early_first = sorted(
+        (inc for r in records for inc in r.get("incumbents", [])),
+        key=lambda inc: inc["elapsed"],
+    )
+    wanted = [(inc["params"], inc["refit_fraction"]) for inc in early_first]
     start = time.perf_counter()
     refit_incumbents(task, wanted, out / "refits" / f"{task.name}.json", args.n_jobs)
     print(
