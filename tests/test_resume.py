@@ -39,10 +39,10 @@ X_TOY = np.zeros((20, 2))
 Y_TOY = np.zeros(20)
 
 
-def _search(store, n_iter, **kwargs):
+def _search(store, n_iter, estimator=None, **kwargs):
     kwargs.setdefault("n_initial_points", 3)
     return BayesSearchCV(
-        Counted(),
+        Counted() if estimator is None else estimator,
         {"a": Real(0.0, 1.0)},
         n_iter=n_iter,
         cv=2,
@@ -105,18 +105,8 @@ def test_resume_reads_a_parallel_batch_back_in_proposal_order(tmp_path):
     path = str(tmp_path / "trials.sqlite")
 
     def search(n_iter):
-        return BayesSearchCV(
-            SlowLow(),
-            {"a": Real(0.0, 1.0)},
-            n_iter=n_iter,
-            n_initial_points=4,
-            n_points=4,
-            cv=2,
-            n_jobs=4,
-            random_state=0,
-            hyperparameter_sampling="map",
-            store=path,
-            run_name="run",
+        return _search(
+            path, n_iter, SlowLow(), n_initial_points=4, n_points=4, n_jobs=4
         )
 
     # four threads run the folds of two trials at once (they mostly sleep)
