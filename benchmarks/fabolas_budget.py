@@ -10,7 +10,13 @@ to the budget, then reports, from ``cv_results_``:
   all data);
 - what :func:`~skbayes_search.strategies.fabolas.reserve_seconds` makes of the
   trials before it (the time the search sets aside for that evaluation),
-  against the wall seconds it took and the cost it was extrapolated from.
+  against the wall seconds it took and the cost it was extrapolated from;
+- for the last proposals (``--trace N``): the time left, the time set aside
+  for the incumbent of that moment, and each proposed trial's predicted cost
+  (the cost model's 95 % bound, as wall seconds) against the wall seconds it
+  took. A run can overrun ``max_time`` two ways: a last trial slower than
+  predicted, or a final evaluation slower than the time set aside (for the
+  incumbent of the last proposal, which may not be the final one).
 
 No refits and no test scores: this checks the budget, not the result. Every
 fit runs for real, so a run takes about the budget plus the final evaluation.
@@ -31,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from skbayes_search import FabolasSearchCV
-from skbayes_search.strategies.fabolas import reserve_seconds
+from skbayes_search.strategies.fabolas import _wall_seconds, reserve_seconds
 
 from .tasks import load_task, space_ours
 
@@ -95,6 +101,65 @@ def final_evaluation_report(
     }
 
 
+class _TracedFabolas(FabolasSearchCV):
+    """FabolasSearchCV that records its budget figures at every proposal."""
+
+    def _propose(self, ctx, n_slots, it, started):
+        trials = super()._propose(ctx, n_slots, it, started)
+        if not hasattr(self, "trace_"):
+            self.trace_ = []
+        inc_params = self.incumbent_trajectory_[-1][1]
+        inc = next(i for i, t in enumerate(ctx.trials) if t.params == inc_params)
+        reserve = (
+            self._full_data_seconds(ctx, inc)
+            if self._full_data_row(ctx, inc) is None
+            else 0.0
+        )
+        first = len(ctx.trials)
+        predicted = []
+        if trials:
+            U = ctx.space.to_unit([t.params for t in trials])
+            s = self._fraction_to_s(np.array([t.fraction for t in trials]))
+            summed = self._cost_upper(self._with_s(U, s))
+            predicted = [
+                _wall_seconds(c, ctx.n_splits, ctx.n_jobs_effective) for c in summed
+            ]
+        self.trace_.append(
+            {
+                "elapsed": round(ctx.elapsed(), 1),
+                "time_left": round(ctx.time_left(), 1),
+                "incumbent": dict(inc_params),
+                "reserve_seconds": round(reserve, 1),
+                "proposed_rows": list(range(first, first + len(trials))),
+                "predicted_wall": [round(float(c), 1) for c in predicted],
+            }
+        )
+        return trials
+
+
+def trace_report(trace: list[dict], results: dict, last: int) -> list[dict]:
+    """The last ``last`` proposals, each trial's wall seconds filled in.
+
+    A trial's wall seconds run from the end of the proposal that made it
+    (``elapsed``) to the end of its row: the time it held the search, whether
+    or not it shared the workers with other trials of the same proposal.
+    """
+    elapsed = np.asarray(results["elapsed_time"], dtype=float)
+    out = []
+    for entry in trace[-last:] if last else []:
+        rows = [int(r) for r in entry["proposed_rows"] if r < len(elapsed)]
+        took = [round(float(elapsed[r]) - entry["elapsed"], 1) for r in rows]
+        fractions = [round(float(results["resource_fraction"][r]), 4) for r in rows]
+        out.append(
+            {
+                **{k: v for k, v in entry.items() if k != "proposed_rows"},
+                "fractions": fractions,
+                "took_wall": took,
+            }
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", required=True, help="e.g. svc-connect_4")
@@ -103,10 +168,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--max-rows", type=int, default=None)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--trace", type=int, default=0, help="report the last N proposals"
+    )
     args = parser.parse_args(argv)
 
     task = load_task(args.task, args.data_dir, max_rows=args.max_rows)
-    search = FabolasSearchCV(
+    search = (_TracedFabolas if args.trace else FabolasSearchCV)(
         task.estimator(),
         space_ours(task.params),
         n_iter=100_000,
@@ -125,6 +193,10 @@ def main(argv: list[str] | None = None) -> None:
     report["incumbent"] = search.best_params_
     report["incumbent_cv_score"] = round(float(search.best_score_), 4)
     print(json.dumps(report))
+    for entry in trace_report(
+        getattr(search, "trace_", []), search.cv_results_, args.trace
+    ):
+        print(json.dumps(entry))
 
 
 if __name__ == "__main__":

@@ -286,3 +286,51 @@ def test_fabolas_budget_report_measures_the_final_evaluation():
     assert not report["final_evaluation"]
     assert report["within_budget"]
     assert report["final_seconds"] is None and report["reserve_seconds"] is None
+
+
+def test_fabolas_budget_trace_reads_each_proposal_against_its_trials():
+    from benchmarks.fabolas_budget import trace_report
+
+    results = {
+        "elapsed_time": [1.0, 2.0, 4.0, 9.0, 10.0],
+        "resource_fraction": [1 / 8, 1 / 16, 1 / 4, 1 / 2, 1.0],
+    }
+    trace = [
+        {"elapsed": 2.5, "proposed_rows": [2], "predicted_wall": [1.0]},
+        {"elapsed": 4.5, "proposed_rows": [3], "predicted_wall": [2.0]},
+        {"elapsed": 9.2, "proposed_rows": [], "predicted_wall": []},
+    ]
+    out = trace_report(trace, results, last=2)
+    assert [e["elapsed"] for e in out] == [4.5, 9.2]
+    # from the end of its proposal to the end of its row
+    assert out[0]["took_wall"] == [4.5] and out[0]["fractions"] == [0.5]
+    assert out[1]["took_wall"] == [] and "proposed_rows" not in out[1]
+    assert trace_report(trace, results, last=0) == []
+
+
+def test_fabolas_budget_traced_search_records_every_proposal():
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+
+    from benchmarks.fabolas_budget import _TracedFabolas, trace_report
+    from skbayes_search.space import Real
+
+    X, y = make_classification(n_samples=600, n_features=5, random_state=0)
+    search = _TracedFabolas(
+        LogisticRegression(),
+        {"C": Real(1e-3, 1e2, prior="log-uniform")},
+        n_iter=14,
+        n_initial_points=4,
+        n_representers=10,
+        n_hyper_samples=2,
+        cv=3,
+        random_state=0,
+    ).fit(X, y)
+    proposed = np.isfinite(search.cv_results_["acquisition_value"]).sum()
+    assert sum(len(e["proposed_rows"]) for e in search.trace_) == proposed
+    out = trace_report(search.trace_, search.cv_results_, last=len(search.trace_))
+    assert len(out) == len(search.trace_)
+    for entry in out:
+        assert len(entry["took_wall"]) == len(entry["predicted_wall"])
+        assert all(t >= 0 for t in entry["took_wall"])
+        assert entry["reserve_seconds"] >= 0
