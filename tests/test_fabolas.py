@@ -21,6 +21,7 @@ from skbayes_search.strategies.fabolas import (
     full_data_cost,
     make_kernels,
     reserve_seconds,
+    slow_full_data_cost,
 )
 
 # The checks scikit-learn itself marks as expected failures for its searches.
@@ -373,6 +374,45 @@ def test_cost_set_by_the_configuration_is_not_scaled_with_the_rows():
     # five splits on two workers: three rounds of one split each
     wall = reserve_seconds(fractions, costs, own, n_splits=5, n_jobs=2)
     assert 0.5 * truth * 3 / 5 < wall < 3 * truth * 3 / 5
+
+
+def test_reserve_covers_a_slower_configuration_than_the_incumbent():
+    # SVC-like costs per split on 18,000 rows: fixed, scoring (linear) and
+    # fitting (quadratic) parts, the fit three times slower for every other
+    # configuration (large C). The reserve is set aside for a fast incumbent
+    # tried on 1/8 of the rows, but the final evaluation may be of a slow one
+    # (the incumbent can change after the last proposal): its 60 s fits on
+    # five splits and two workers take three rounds.
+    def per_split(fractions, slowdown):
+        return 0.01 + fractions + 20.0 * fractions**2 * slowdown
+
+    n = 80
+    slowdown = np.where(np.arange(n) % 2 == 0, 3.0, 1.0)
+    own = np.arange(n) == 1
+    truth = 3 * per_split(1.0, 3.0)
+    ratios = []
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        fractions = np.exp(rng.uniform(np.log(20 / 18_000), np.log(0.7), n))
+        fractions[1] = 1 / 8
+        costs = 5 * per_split(fractions, slowdown)
+        wall = reserve_seconds(fractions, costs, own, n_splits=5, n_jobs=2)
+        c0, curve = cost_curve(fractions, costs)
+        alone = 1.5 * full_data_cost(c0, curve, 1 / 8, costs[1]) * 3 / 5
+        assert alone < truth  # its own fit, scaled, would leave it short
+        assert wall > alone
+        ratios.append(wall / truth)
+        # one cost curve for every configuration: the own fit decides
+        same = 5 * per_split(fractions, 1.0)
+        c0, curve = cost_curve(fractions, same)
+        own_only = 1.5 * full_data_cost(c0, curve, 1 / 8, same[1]) * 3 / 5
+        assert reserve_seconds(fractions, same, own, 5, 2) == pytest.approx(own_only)
+        assert 0 < slow_full_data_cost(fractions, same, c0, curve) * 3 / 5 < own_only
+        # too few fits read the curve for a population bound
+        assert slow_full_data_cost(fractions[:5], same[:5], c0, curve) == 0.0
+    # a 95 % bound of a two-valued population: about the slow value
+    assert np.median(ratios) >= 1.0
+    assert 0.8 < min(ratios) and max(ratios) < 3.0
 
 
 def _hand_built_context(n_train, n_splits, workers, per_split, seed=0):

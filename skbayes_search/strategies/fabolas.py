@@ -40,6 +40,7 @@ __all__ = [
     "full_data_cost",
     "make_kernels",
     "reserve_seconds",
+    "slow_full_data_cost",
 ]
 
 #: ``min_resources="auto"`` for regressors (and unsupervised estimators).
@@ -94,6 +95,15 @@ _RESERVE_MARGIN = 1.5
 # over a factor 8), and extrapolated 64-fold it put a 42 s evaluation at 600 s.
 _QUADRATIC_MIN_FITS = 10
 _QUADRATIC_MIN_SPAN = 16.0
+# The final evaluation is of whichever configuration the model prefers at the
+# end, which can be slower on all rows than its own small fits show: on SVC
+# with credit_default, C ~ 1000 incumbents seen only on 20-300 rows took
+# 73-92 s where their own fits, scaled along the curve, reserved about 50 s,
+# and every run overran a 300 s budget. So the reserve also covers a slow
+# full-data fit of the population: the one-sided 95 % log-normal bound of the
+# configurations tried on the larger half of the fractions, each scaled to all
+# rows, once at least this many trials read the curve.
+_POPULATION_MIN_FITS = 6
 # The reserve never takes more than this share of max_time: a larger one is
 # more likely an extrapolation from few small fits than a real cost, and
 # trusting it ends the search at once (connect_4: after 8.5 s of 300).
@@ -162,6 +172,32 @@ def _wall_seconds(summed: float, n_splits: int, n_jobs: int) -> float:
     return summed * int(np.ceil(n_splits / workers)) / n_splits
 
 
+def slow_full_data_cost(
+    fractions: Any, costs: Any, c0: float, curve: np.ndarray
+) -> float:
+    """Seconds (summed over splits) of a slow full-data fit, 0 if unknown.
+
+    The configurations tried on the larger half of the fractions (among the
+    trials whose cost is mostly variable, see :func:`cost_curve`) are each
+    scaled to all rows with :func:`full_data_cost`; the result is the
+    one-sided 95 % bound of a log-normal fitted to them. It stands for the
+    spread between configurations that fits on the smallest subsets do not
+    show (an SVC's cost grows faster with the rows at large ``C``). 0 with
+    fewer than ``_POPULATION_MIN_FITS`` such trials.
+    """
+    fractions = np.asarray(fractions, dtype=float)
+    costs = np.asarray(costs, dtype=float)
+    use = costs - c0 >= _VARIABLE_SHARE * costs
+    if use.sum() < _POPULATION_MIN_FITS:
+        return 0.0
+    f, c = fractions[use], costs[use]
+    upper = f >= np.median(f)
+    logs = np.log(
+        [full_data_cost(c0, curve, fi, ci) for fi, ci in zip(f[upper], c[upper])]
+    )
+    return float(np.exp(logs.mean() + _Z95 * logs.std(ddof=1)))
+
+
 def reserve_seconds(
     fractions: Any, costs: Any, own: Any, n_splits: int, n_jobs: int
 ) -> float:
@@ -169,10 +205,13 @@ def reserve_seconds(
 
     ``fractions`` and ``costs`` (seconds summed over splits) are every
     successful trial's; ``own`` marks the configuration's own trials. Each of
-    those is scaled to all rows along :func:`cost_curve`, the smallest
+    those is scaled to all rows along :func:`cost_curve`, and the smallest
     extrapolation (the largest fit extrapolates least) is taken with a
-    ``_RESERVE_MARGIN`` margin and divided among the workers (the final
-    evaluation runs alone). 0 when the configuration has no trial.
+    ``_RESERVE_MARGIN`` margin; at least :func:`slow_full_data_cost` (the
+    configuration evaluated at the end may not be this one, and small fits
+    hide how much slower some configurations grow). The result is divided
+    among the workers (the final evaluation runs alone). 0 when the
+    configuration has no trial.
     """
     costs = np.asarray(costs, dtype=float)
     fractions = np.asarray(fractions, dtype=float)
@@ -183,7 +222,11 @@ def reserve_seconds(
     scaled = [
         full_data_cost(c0, curve, f, c) for f, c in zip(fractions[own], costs[own])
     ]
-    return _wall_seconds(_RESERVE_MARGIN * min(scaled), n_splits, n_jobs)
+    summed = max(
+        _RESERVE_MARGIN * min(scaled),
+        slow_full_data_cost(fractions, costs, c0, curve),
+    )
+    return _wall_seconds(summed, n_splits, n_jobs)
 
 
 @contextmanager
@@ -335,8 +378,12 @@ class FabolasSearchCV(BaseBayesSearchCV):
         least linearly unless many fits over a wide span of fractions show
         slower growth; see
         :func:`skbayes_search.strategies.fabolas.cost_curve`) with a 1.5x
-        margin, divided among the workers, and at most half of ``max_time``.
-        It runs even if that was too optimistic.
+        margin, or, if larger, a slow full-data fit of the configurations
+        tried on the larger subsets (the one-sided 95 % bound of their costs
+        scaled to all rows, since the configuration evaluated last may differ
+        and small fits hide which configurations grow slowest), divided among
+        the workers, and at most half of ``max_time``. It runs even if that
+        was too optimistic.
     min_resources : "auto" or int, default="auto"
         Fewest training rows per fit (the smallest fraction ``s_min`` is
         ``min_resources / n_train``, with ``n_train`` the training rows of
