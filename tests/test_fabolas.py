@@ -21,6 +21,7 @@ from skbayes_search.strategies.fabolas import (
     full_data_cost,
     make_kernels,
     reserve_seconds,
+    slow_cost,
     slow_full_data_cost,
 )
 
@@ -415,6 +416,21 @@ def test_reserve_covers_a_slower_configuration_than_the_incumbent():
     assert 0.8 < min(ratios) and max(ratios) < 3.0
 
 
+def test_slow_cost_scales_the_larger_fits_to_any_fraction():
+    rng = np.random.default_rng(0)
+    fractions = np.exp(rng.uniform(np.log(1 / 900), np.log(0.7), 60))
+    slowdown = np.where(np.arange(60) % 2 == 0, 3.0, 1.0)
+    costs = 5 * (0.01 + fractions + 20.0 * fractions**2 * slowdown)
+    c0, curve = cost_curve(fractions, costs)
+    to = np.array([1 / 64, 1 / 8, 0.5, 1.0])
+    bound = slow_cost(fractions, costs, c0, curve, to)
+    assert bound[-1] == pytest.approx(slow_full_data_cost(fractions, costs, c0, curve))
+    assert np.all(np.diff(bound) > 0)
+    # a slow fit: above what the slow configurations cost there, not far above
+    slow = 5 * (0.01 + to + 60.0 * to**2)
+    assert np.all(bound[1:] > 0.8 * slow[1:]) and np.all(bound < 3 * slow)
+
+
 def _hand_built_context(n_train, n_splits, workers, per_split, seed=0):
     """A search context with 40 finished trials, as FABOLAS runs them: most
     on tiny subsets, at most 1/8 of the data, the first configuration (the
@@ -547,3 +563,33 @@ def test_bad_input_raises_before_any_fit(kwargs, name):
     search = FabolasSearchCV(NeverFit(), {"a": Real(0.0, 1.0)}, cv=2, **kwargs)
     with pytest.raises(ValueError, match=name):
         search.fit(X, y)
+
+
+def test_proposals_the_cost_gp_underrates_are_not_affordable_near_the_end():
+    # SVC-like cost per split, convex in log rows (40 s on all rows): the cost
+    # GP's power law, fitted mostly to tiny subsets, rates a fit on all rows
+    # as affordable in time that would not cover it
+    n_train, n_splits, workers = 16_000, 5, 2
+
+    def per_split(f):
+        return 0.02 + 40.0 * f**2
+
+    ctx, U = _hand_built_context(n_train, n_splits, workers, per_split)
+    search = FabolasSearchCV(Synthetic(), SPACE, min_resources=40, **SMALL)
+    search._init_search(ctx)
+    search._fit_models(ctx)
+    inc = search._update_incumbent(ctx)
+    Z = search._representers(ctx, inc)
+    models = list(search._loss_gp.models_)
+    full, tiny = search._with_s(U[:8], 1.0), search._with_s(U[:8], 0.0)
+    gp_full = search._cost_upper(full).max()
+    fractions = [t.fraction for t in ctx.trials]
+    slow = slow_cost(fractions, ctx.costs(), *cost_curve(fractions, ctx.costs()), 1.0)
+    max_cost = 0.5 * (gp_full + slow[0])
+    # the GP's bound would admit a full fit, which would overrun
+    assert gp_full < max_cost < n_splits * per_split(1.0)
+    _, precise = search._acquisition(ctx, Z, models, 0.1, max_cost)
+    assert np.all(np.isinf(precise(full)))
+    assert np.all(np.isfinite(precise(tiny)))
+    _, unbounded = search._acquisition(ctx, Z, models, 0.1)
+    assert np.all(np.isfinite(unbounded(full)))
