@@ -160,10 +160,22 @@ def full_data_cost(c0: float, curve: np.ndarray, fraction: float, cost: float) -
     """
     if fraction >= 1.0:
         return float(cost)
-    lf = float(np.log(fraction))
-    b = (np.polyval(curve, 0.0) - np.polyval(curve, lf)) / -lf
-    b = float(np.clip(b, *_EXPONENT_BOUNDS))
-    return c0 + max(cost - c0, c0) * fraction**-b
+    return float(_scaled_cost(c0, curve, fraction, cost, 1.0))
+
+
+def _scaled_cost(
+    c0: float, curve: np.ndarray, fraction: Any, cost: Any, to: Any
+) -> np.ndarray:
+    """Costs on ``fraction`` scaled to ``to`` (arrays broadcast): the variable
+    part (at least ``c0``) times the power of ``to / fraction`` that ``curve``
+    implies between them, kept in ``_EXPONENT_BOUNDS``."""
+    lf, lt = np.log(fraction), np.log(to)
+    gap = lt - lf
+    same = np.abs(gap) < 1e-12
+    b = (np.polyval(curve, lt) - np.polyval(curve, lf)) / np.where(same, 1.0, gap)
+    b = np.clip(b, *_EXPONENT_BOUNDS)
+    variable = np.maximum(np.asarray(cost, dtype=float) - c0, c0)
+    return np.where(same, cost, c0 + variable * np.exp(b * gap))
 
 
 def _wall_seconds(summed: float, n_splits: int, n_jobs: int) -> float:
@@ -181,7 +193,7 @@ def slow_cost(
     The configurations tried on the larger half of the fractions (among the
     trials whose cost is mostly variable, see :func:`cost_curve`) are each
     scaled to every fraction in ``to`` as :func:`full_data_cost` scales to
-    all rows (the exponent ``curve`` implies between the two fractions); the
+    all rows (the power of the ratio of fractions that ``curve`` implies); the
     result is the one-sided 95 % bound of a log-normal fitted to them. It
     stands for the spread between configurations that fits on the smallest
     subsets do not show (an SVC's cost grows faster with the rows at large
@@ -195,15 +207,7 @@ def slow_cost(
         return np.zeros(to.shape)
     f, c = fractions[use], costs[use]
     upper = f >= np.median(f)
-    lf = np.log(f[upper])[:, None]
-    lt = np.log(to)[None, :]
-    gap = lt - lf
-    same = np.abs(gap) < 1e-12
-    safe = np.where(same, 1.0, gap)
-    b = (np.polyval(curve, lt) - np.polyval(curve, lf)) / safe
-    b = np.clip(b, *_EXPONENT_BOUNDS)
-    variable = np.maximum(c[upper] - c0, c0)[:, None]
-    scaled = np.where(same, c[upper][:, None], c0 + variable * np.exp(b * gap))
+    scaled = _scaled_cost(c0, curve, f[upper][:, None], c[upper][:, None], to[None, :])
     logs = np.log(scaled)
     return np.exp(logs.mean(axis=0) + _Z95 * logs.std(axis=0, ddof=1))
 
