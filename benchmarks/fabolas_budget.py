@@ -13,10 +13,11 @@ to the budget, then reports, from ``cv_results_``:
   against the wall seconds it took and the cost it was extrapolated from;
 - for the last proposals (``--trace N``): the time left, the time set aside
   for the incumbent of that moment, and each proposed trial's predicted cost
-  (the cost model's 95 % bound, as wall seconds) against the wall seconds it
-  took. A run can overrun ``max_time`` two ways: a last trial slower than
-  predicted, or a final evaluation slower than the time set aside (for the
-  incumbent of the last proposal, which may not be the final one).
+  (the cautious cost the search checks against the time left, as wall
+  seconds) against the wall seconds it took. A run can overrun ``max_time``
+  two ways: a last trial slower than predicted, or a final evaluation slower
+  than the time set aside (for the incumbent of the last proposal, which may
+  not be the final one).
 
 No refits and no test scores: this checks the budget, not the result. Every
 fit runs for real, so a run takes about the budget plus the final evaluation.
@@ -37,7 +38,12 @@ from typing import Any
 import numpy as np
 
 from skbayes_search import FabolasSearchCV
-from skbayes_search.strategies.fabolas import _wall_seconds, reserve_seconds
+from skbayes_search.strategies.fabolas import (
+    _wall_seconds,
+    cost_curve,
+    reserve_seconds,
+    slow_cost,
+)
 
 from .tasks import load_task, space_ours
 
@@ -119,8 +125,16 @@ class _TracedFabolas(FabolasSearchCV):
         predicted = []
         if trials:
             U = ctx.space.to_unit([t.params for t in trials])
-            s = self._fraction_to_s(np.array([t.fraction for t in trials]))
-            summed = self._cost_upper(self._with_s(U, s))
+            fractions = np.array([t.fraction for t in trials])
+            ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
+            seen = [t.fraction for t in ok]
+            # the cautious cost the search checked against the time left
+            summed = np.maximum(
+                self._cost_upper(self._with_s(U, self._fraction_to_s(fractions))),
+                slow_cost(
+                    seen, ctx.costs(ok), *cost_curve(seen, ctx.costs(ok)), fractions
+                ),
+            )
             predicted = [
                 _wall_seconds(c, ctx.n_splits, ctx.n_jobs_effective) for c in summed
             ]

@@ -99,11 +99,11 @@ _QUADRATIC_MIN_SPAN = 16.0
 # The final evaluation is of whichever configuration the model prefers at the
 # end, which can be slower on all rows than its own small fits show: on SVC
 # with credit_default, C ~ 1000 incumbents seen only on 20-300 rows took
-# 73-92 s where their own fits, scaled along the curve, reserved about 50 s,
-# and every run overran a 300 s budget. So the reserve also covers a slow
-# full-data fit of the population: the one-sided 95 % log-normal bound of the
-# configurations tried on the larger half of the fractions, each scaled to all
-# rows, once at least this many trials read the curve.
+# 73-92 s, started with 48-71 s left, and every run overran a 300 s budget.
+# So the reserve also covers a slow full-data fit of the population: the
+# one-sided 95 % log-normal bound of the configurations tried on the larger
+# half of the fractions, each scaled to all rows, once at least this many
+# trials read the curve.
 _POPULATION_MIN_FITS = 6
 # The reserve never takes more than this share of max_time: a larger one is
 # more likely an extrapolation from few small fits than a real cost, and
@@ -393,14 +393,13 @@ class FabolasSearchCV(BaseBayesSearchCV):
         model's one-sided 95 % upper bound, or, if larger, that of a slow fit
         on the trial's fraction; see
         :func:`skbayes_search.strategies.fabolas.slow_cost`), after setting
-        aside the duration of
-        one more proposal and the incumbent's final full-data evaluation;
-        when none fits the search ends. That evaluation is budgeted at the
-        larger of the cost model's bound and the incumbent's own fits scaled
-        to all rows along the curve all fits trace (a fixed cost plus a
-        variable part convex in log-log, growing at most cubically, and at
-        least linearly unless many fits over a wide span of fractions show
-        slower growth; see
+        aside the duration of one more proposal and the incumbent's final
+        full-data evaluation; when none fits the search ends. That evaluation
+        is budgeted at the larger of the cost model's bound and the
+        incumbent's own fits scaled to all rows along the curve all fits
+        trace (a fixed cost plus a variable part convex in log-log, growing
+        at most cubically, and at least linearly unless many fits over a wide
+        span of fractions show slower growth; see
         :func:`skbayes_search.strategies.fabolas.cost_curve`) with a 1.5x
         margin, or, if larger, a slow full-data fit of the configurations
         tried on the larger subsets (the one-sided 95 % bound of their costs
