@@ -126,7 +126,7 @@ class _TracedFabolas(FabolasSearchCV):
         if trials:
             U = ctx.space.to_unit([t.params for t in trials])
             fractions = np.array([t.fraction for t in trials])
-            ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
+            ok = self._succeeded(ctx)
             seen = [t.fraction for t in ok]
             # the cautious cost the search checked against the time left
             summed = np.maximum(

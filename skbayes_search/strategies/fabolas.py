@@ -745,11 +745,17 @@ class FabolasSearchCV(BaseBayesSearchCV):
             bounds.append(gp.y_mean_ + gp.y_std_ * (mu + _Z95 * np.sqrt(var)))
         return np.exp(np.vstack(bounds)).mean(axis=0)
 
+    @staticmethod
+    def _succeeded(ctx: SearchContext) -> list:
+        """The finished trials with a finite score: those whose cost the
+        budget's cost curve reads."""
+        return [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
+
     def _full_data_seconds(self, ctx: SearchContext, inc: int) -> float:
         """Cautious wall-clock seconds of the incumbent's full-data evaluation:
         the larger of the cost model's bound and :func:`reserve_seconds`."""
         x = ctx.trials[inc].x
-        ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
+        ok = self._succeeded(ctx)
         scaled = reserve_seconds(
             [t.fraction for t in ok],
             ctx.costs(ok),
@@ -858,7 +864,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         parts = list(pmap(prepare, models))
         cost_gp = self._cost_gp
         if np.isfinite(max_cost):
-            ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
+            ok = self._succeeded(ctx)
             fractions = [t.fraction for t in ok]
             costs = ctx.costs(ok)
             c0, curve = cost_curve(fractions, costs)
