@@ -33,8 +33,8 @@ from skbayes_search import (
     Real,
     TradeoffBayesSearchCV,
     TransferBayesSearchCV,
+    _trial,
 )
-from skbayes_search import _trial
 
 PINNED = Path(__file__).parent / "data" / "proposal_sequences.json"
 REGENERATE = os.environ.get("SKBAYES_PIN_REGENERATE") == "1"
