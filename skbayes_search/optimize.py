@@ -1,4 +1,4 @@
-"""Acquisition maximisation and greedy batch proposals.
+"""Acquisition maximisation and the one greedy batch proposer.
 
 :func:`maximize` is the one optimiser every strategy uses on its own
 acquisition: scrambled Sobol candidates plus Gaussian perturbations of seed
@@ -14,10 +14,8 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.stats import qmc
 
-from .acquisition import make_acquisition
-from .gp.model import single_blas_thread
+from ._numerics import single_blas_thread, sobol_points
 
 __all__ = ["maximize", "propose_batch"]
 
@@ -121,9 +119,7 @@ def _maximize(
     if excl is not None:
         excl = excl.reshape(-1, n_dims)
 
-    sobol = qmc.Sobol(d=n_dims, scramble=True, seed=rng)
-    m = max(int(np.ceil(np.log2(max(n_candidates, 1)))), 0)
-    cands = [sobol.random_base2(m)[:n_candidates]]
+    cands = [sobol_points(n_candidates, n_dims, rng)]
     if seeds is not None:
         S = np.atleast_2d(np.asarray(seeds, float)).reshape(-1, n_dims)
         if S.shape[0]:
@@ -256,136 +252,114 @@ def maximize(
 
 
 def propose_batch(
-    surrogate: Any,
+    acquisition_for: Callable[[np.ndarray | None], Any],
     n_points: int,
+    n_dims: int,
     *,
-    acquisition: str = "ei",
-    X_observed: Any,
-    y_observed: Any,
-    snap: Callable[[np.ndarray], np.ndarray] | None = None,
     rng: np.random.Generator,
-    cost_surrogate: Any = None,
-    X_pending: Any = None,
-    n_fantasies: int | None = None,
-    kappa: float = 2.0,
-    n_candidates: int = 2048,
-    n_polish: int = 5,
-    n_seeds: int = 5,
+    snap: Callable[[np.ndarray], np.ndarray] | None = None,
+    seeds: Any = None,
+    exclude: Any = None,
+    pending: Any = None,
+    accept: Callable[[np.ndarray, float, np.ndarray], np.ndarray] | None = None,
+    **maximize_kwargs: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy batch of points maximising the integrated acquisition.
+    """The one batch proposer: a greedy batch conditioned on pending points.
 
-    Point ``j`` of the batch treats ``X_pending`` and points ``0..j-1`` as
-    pending evaluations: the acquisition is averaged over Monte Carlo
-    fantasies of their outcomes (Snoek et al. 2012, section 3.3), so the
-    batch spreads out instead of repeating one argmax.
+    Point ``j`` maximises ``acquisition_for(P)``, where ``P`` holds
+    ``pending`` and the points ``0..j-1`` already chosen: the strategy's
+    acquisition conditioned on those evaluations still to come (Monte Carlo
+    fantasies of their outcomes, Snoek et al. 2012, section 3.3, or whatever
+    the strategy's acquisition does with them), so a batch spreads out
+    instead of repeating one argmax.
 
     Parameters
     ----------
-    surrogate : GPSurrogate
-        Fitted on ``(X_observed, y_observed)``.
+    acquisition_for : callable
+        ``acquisition_for(P)`` with ``P`` of shape ``(k, n_dims)`` or None
+        (nothing pending) returns the function to maximise, or a pair
+        ``(screen, refine)`` passed to :func:`maximize` as ``func`` and
+        ``refine``. It is called once per point, before the point's search.
     n_points : int
         Batch size.
-    acquisition : {"ei", "ei_per_second", "pi", "lcb"}, default="ei"
-    X_observed : array-like of shape (n, D)
-    y_observed : array-like of shape (n,)
-        Observed losses (original units); the incumbent is their minimum.
+    n_dims : int
+        Dimension of the unit cube.
+    rng : numpy.random.Generator
+        Shared by the acquisitions and the optimiser, in that order per point.
     snap : callable, optional
         Maps unit points to valid points (``SearchSpace.snap``).
-    rng : numpy.random.Generator
-    cost_surrogate : GPSurrogate, optional
-        Fitted on log cost (``"ei_per_second"``).
-    X_pending : array-like of shape (k, D), optional
-        Points currently under evaluation.
-    n_fantasies : int, optional
-        Joint fantasies per hyperparameter sample (see
-        :func:`~skbayes_search.acquisition.make_acquisition`).
-    kappa : float, default=2.0
-        LCB weight.
-    n_candidates, n_polish : int
-        Passed to :func:`maximize`.
-    n_seeds : int, default=5
-        Best observed points used as perturbation seeds.
+    seeds : array-like of shape (s, n_dims), optional
+        Perturbation seeds for :func:`maximize` (e.g. the best observed).
+    exclude : array-like of shape (e, n_dims), optional
+        Points never proposed (the observed ones); pending and chosen points
+        are excluded too.
+    pending : array-like of shape (k, n_dims), optional
+        Points under evaluation.
+    accept : callable, optional
+        ``accept(x, value, excluded)`` may replace a chosen point (e.g. a
+        random replacement of some coordinates) before it counts as pending.
+    **maximize_kwargs
+        Further arguments of :func:`maximize` (``n_candidates``, ...).
 
     Returns
     -------
-    U : ndarray of shape (n_points, D)
-        Snapped proposals, distinct from each other and from observed and
-        pending points.
-    values : ndarray of shape (n_points,)
+    U : ndarray of shape (n, n_dims)
+        The batch, ``n <= n_points``: it ends early when the snapped space is
+        exhausted or no candidate has a finite acquisition value.
+    values : ndarray of shape (n,)
         Acquisition value of each point when it was chosen.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.optimize import propose_batch
+    >>> def acquisition_for(P):
+    ...     far = 0.0 if P is None else 0.3
+    ...     return lambda U: -np.abs(U[:, 0] - 0.5) - far * (U[:, 0] < 0.6)
+    >>> U, values = propose_batch(
+    ...     acquisition_for, 2, 1, rng=np.random.default_rng(0), n_polish=0
+    ... )
+    >>> U.shape
+    (2, 1)
     """
-    with single_blas_thread():
-        return _propose_batch(
-            surrogate,
-            int(n_points),
-            acquisition,
-            X_observed,
-            y_observed,
-            snap,
-            rng,
-            cost_surrogate,
-            X_pending,
-            n_fantasies,
-            kappa,
-            n_candidates,
-            n_polish,
-            n_seeds,
-        )
-
-
-def _propose_batch(
-    surrogate: Any,
-    n_points: int,
-    acquisition: str,
-    X_observed: Any,
-    y_observed: Any,
-    snap: Callable[[np.ndarray], np.ndarray] | None,
-    rng: np.random.Generator,
-    cost_surrogate: Any,
-    X_pending: Any,
-    n_fantasies: int | None,
-    kappa: float,
-    n_candidates: int,
-    n_polish: int,
-    n_seeds: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    X_obs = np.atleast_2d(np.asarray(X_observed, float))
-    y_obs = np.asarray(y_observed, float).ravel()
-    if X_obs.shape[0] != y_obs.size or y_obs.size == 0:
-        raise ValueError("X_observed and y_observed must be non-empty and match.")
-    D = X_obs.shape[1]
-    pending = (
-        np.empty((0, D))
-        if X_pending is None
-        else np.atleast_2d(np.asarray(X_pending, float)).reshape(-1, D)
+    excluded = (
+        np.empty((0, n_dims))
+        if exclude is None
+        else np.atleast_2d(np.asarray(exclude, float)).reshape(-1, n_dims)
     )
-    y_best = float(np.min(y_obs))
-    seeds = X_obs[np.argsort(y_obs, kind="stable")[:n_seeds]]
-
+    base = (
+        np.empty((0, n_dims))
+        if pending is None
+        else np.atleast_2d(np.asarray(pending, float)).reshape(-1, n_dims)
+    )
     chosen: list[np.ndarray] = []
     values: list[float] = []
-    for _ in range(int(n_points)):
-        P = np.vstack([pending, *chosen]) if chosen else pending
-        func = make_acquisition(
-            surrogate,
-            acquisition,
-            y_best=y_best,
-            cost_surrogate=cost_surrogate,
-            X_pending=P if P.shape[0] else None,
-            n_fantasies=n_fantasies,
-            kappa=kappa,
-            rng=rng,
-        )
-        x, v = maximize(
-            func,
-            D,
-            rng=rng,
-            snap=snap,
-            seeds=seeds,
-            exclude=np.vstack([X_obs, P]),
-            n_candidates=n_candidates,
-            n_polish=n_polish,
-        )
-        chosen.append(x[None, :])
-        values.append(v)
-    return np.vstack(chosen), np.asarray(values)
+    with single_blas_thread():
+        for _ in range(int(n_points)):
+            P = np.vstack([base, *chosen])
+            acquisition = acquisition_for(P if P.shape[0] else None)
+            func, refine = (
+                acquisition if isinstance(acquisition, tuple) else (acquisition, None)
+            )
+            blocked = np.vstack([excluded, P])
+            try:
+                x, value = maximize(
+                    func,
+                    n_dims,
+                    rng=rng,
+                    snap=snap,
+                    seeds=seeds,
+                    exclude=blocked,
+                    refine=refine,
+                    **maximize_kwargs,
+                )
+            except ValueError:
+                break  # every valid point has been evaluated or is pending
+            if not np.isfinite(value):
+                break
+            if accept is not None:
+                x = accept(x, value, blocked)
+            chosen.append(np.asarray(x, float).reshape(1, n_dims))
+            values.append(float(value))
+    U = np.vstack(chosen) if chosen else np.empty((0, n_dims))
+    return U, np.asarray(values)

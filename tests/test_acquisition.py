@@ -226,6 +226,45 @@ def test_maximize_refine_decides_among_the_screened_best():
     assert np.max(np.abs(x2 - x)) > 1e-9
 
 
+def _propose_gp(
+    surrogate,
+    n_points,
+    *,
+    X_observed,
+    y_observed,
+    rng,
+    acquisition="ei",
+    cost_surrogate=None,
+    X_pending=None,
+    snap=None,
+    n_candidates=2048,
+):
+    """The GP-EI batch BayesSearchCV proposes, through the one batch proposer."""
+    y_best = float(np.min(y_observed))
+
+    def acquisition_for(pending):
+        return make_acquisition(
+            surrogate,
+            acquisition,
+            y_best=y_best,
+            cost_surrogate=cost_surrogate,
+            X_pending=pending,
+            rng=rng,
+        )
+
+    return propose_batch(
+        acquisition_for,
+        n_points,
+        X_observed.shape[1],
+        rng=rng,
+        snap=snap,
+        seeds=X_observed[np.argsort(y_observed, kind="stable")[:5]],
+        exclude=X_observed,
+        pending=X_pending,
+        n_candidates=n_candidates,
+    )
+
+
 @pytest.mark.parametrize("acquisition", ["ei", "pi", "lcb", "ei_per_second"])
 def test_propose_batch_distinct_new_and_reproducible(acquisition):
     s, X, y = _fitted(n=10, d=2, sampling="map")
@@ -240,8 +279,8 @@ def test_propose_batch_distinct_new_and_reproducible(acquisition):
         n_candidates=256,
         cost_surrogate=cost,
     )
-    U1, v1 = propose_batch(s, 3, rng=np.random.default_rng(7), **kw)
-    U2, v2 = propose_batch(s, 3, rng=np.random.default_rng(7), **kw)
+    U1, v1 = _propose_gp(s, 3, rng=np.random.default_rng(7), **kw)
+    U2, v2 = _propose_gp(s, 3, rng=np.random.default_rng(7), **kw)
     np.testing.assert_array_equal(U1, U2)
     np.testing.assert_array_equal(v1, v2)
     assert U1.shape == (3, 2) and np.all((U1 >= 0) & (U1 <= 1))
@@ -254,12 +293,12 @@ def test_propose_batch_distinct_new_and_reproducible(acquisition):
 def test_propose_batch_pending_moves_second_point_away():
     s, X, y = _fitted(n=8, d=1, sampling="mcmc")
     kw = dict(X_observed=X, y_observed=y, n_candidates=256)
-    (x_first,), _ = propose_batch(s, 1, rng=np.random.default_rng(0), **kw)
-    U, _ = propose_batch(s, 2, rng=np.random.default_rng(0), **kw)
+    (x_first,), _ = _propose_gp(s, 1, rng=np.random.default_rng(0), **kw)
+    U, _ = _propose_gp(s, 2, rng=np.random.default_rng(0), **kw)
     np.testing.assert_allclose(U[0], x_first)
     assert abs(U[1, 0] - U[0, 0]) > 0.03
     # the same happens when the first point is declared pending
-    (x_next,), _ = propose_batch(
+    (x_next,), _ = _propose_gp(
         s, 1, rng=np.random.default_rng(1), X_pending=x_first[None], **kw
     )
     assert abs(x_next[0] - x_first[0]) > 0.03
@@ -273,7 +312,7 @@ def test_propose_batch_snaps_and_avoids_observed_on_a_grid():
 
     Xg = snap(X)
     s.fit(Xg, y)
-    U, _ = propose_batch(
+    U, _ = _propose_gp(
         s,
         4,
         X_observed=Xg,

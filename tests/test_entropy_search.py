@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from skbayes_search.entropy_search import (
+from skbayes_search.acquisition.entropy import (
     RepresenterPosterior,
     entropy,
     fabolas_acquisition,

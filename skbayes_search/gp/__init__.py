@@ -10,7 +10,8 @@ from .inference import (
     slice_sample,
 )
 from .kernels import BasisKernel, Kernel, Matern52, ProductKernel, SumKernel
-from .model import GaussianProcess, cholesky_jitter, single_blas_thread
+from .model import GaussianProcess
+from .posterior import Posterior
 from .surrogate import GPSurrogate, as_generator
 
 __all__ = [
@@ -20,15 +21,14 @@ __all__ = [
     "Kernel",
     "LogPosterior",
     "Matern52",
+    "Posterior",
     "ProductKernel",
     "SumKernel",
     "as_generator",
-    "cholesky_jitter",
     "fit_map",
     "hyper_bounds",
     "initial_hyper",
     "log_hyperprior",
     "sample_hyperprior",
-    "single_blas_thread",
     "slice_sample",
 ]

@@ -28,7 +28,7 @@ from scipy.linalg import cho_solve, lapack
 from scipy.optimize import minimize
 
 from .kernels import Kernel
-from .model import cholesky_jitter, single_blas_thread, solve_lower
+from .._numerics import cholesky_jitter, single_blas_thread, solve_lower
 
 __all__ = [
     "LogPosterior",

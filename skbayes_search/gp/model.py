@@ -8,133 +8,19 @@ acquisitions over pending points cheap.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from scipy.linalg import lapack
-from threadpoolctl import ThreadpoolController
 
+from .._numerics import cholesky_jitter, solve_lower
 from .kernels import Kernel
 
-__all__ = ["GaussianProcess", "cholesky_jitter", "single_blas_thread", "solve_lower"]
-
-_LOCAL = threading.local()
-_CONTROLLER: list[ThreadpoolController] = []
-
-
-@contextmanager
-def single_blas_thread() -> Iterator[None]:
-    """Limit BLAS to one thread; re-entrant and cheap when nested.
-
-    Small GP matrices are far slower with several BLAS threads. Building a
-    ``threadpoolctl`` limiter costs ~0.1-1 ms, which would dominate the inner
-    loops of the acquisition optimiser, so the controller is created once and
-    nested uses are no-ops.
-    """
-    if getattr(_LOCAL, "depth", 0):
-        yield
-        return
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    _LOCAL.depth = 1
-    try:
-        with _CONTROLLER[0].limit(limits=1):
-            yield
-    finally:
-        _LOCAL.depth = 0
-
+__all__ = ["GaussianProcess"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 # smallest posterior variance reported (standardised units); keeps std > 0 so
 # acquisitions never divide by zero at observed inputs
 _VAR_FLOOR = 1e-12
-
-
-def solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """Solve ``L X = B`` for lower-triangular ``L`` by forward substitution.
-
-    Calls LAPACK ``trtrs`` directly: the acquisition optimiser solves tiny
-    systems thousands of times and ``scipy.linalg.solve_triangular``'s input
-    validation costs more than the solve. Pass ``L`` (and ``B``) in Fortran
-    order to avoid copies.
-    """
-    B = np.asarray(B, dtype=float)
-    if L.shape[0] == 0:
-        return B.copy()
-    vec = B.ndim == 1
-    X, info = lapack.dtrtrs(L, B[:, None] if vec else B, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"Triangular solve failed (info={info}).")
-    return X[:, 0] if vec else X
-
-
-def cholesky_jitter(
-    K: np.ndarray, *, jitter0: float = 0.0, max_tries: int = 9
-) -> tuple[np.ndarray, float]:
-    """Lower Cholesky factor of ``K + jitter * I`` with escalating jitter.
-
-    Parameters
-    ----------
-    K : ndarray of shape (n, n)
-        Symmetric matrix, positive semi-definite up to rounding.
-    jitter0 : float, default=0.0
-        Jitter already known to be needed (tried first).
-    max_tries : int, default=9
-        Number of escalations (jitter grows tenfold from ``1e-10`` times the
-        mean diagonal).
-
-    Returns
-    -------
-    L : ndarray of shape (n, n)
-        Lower-triangular factor (Fortran order).
-    jitter : float
-        The jitter that was added to the diagonal.
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        If ``K`` is not finite or stays indefinite after all escalations.
-    """
-    n = K.shape[0]
-    if n == 0:
-        return np.zeros((0, 0), order="F"), 0.0
-    jitter = float(jitter0)
-    if jitter == 0.0:
-        # fast path: most matrices factorise as they are
-        L = _potrf(K)
-        if L is not None:
-            return L, 0.0
-    if not np.all(np.isfinite(K)):
-        raise np.linalg.LinAlgError("Covariance matrix has non-finite entries.")
-    scale = max(float(np.mean(np.abs(np.diag(K)))), 1e-300)
-    step = 1e-10 * scale
-    for _ in range(max_tries + 1):
-        if jitter > 0:
-            Kj = K.copy()
-            Kj[np.diag_indices(n)] += jitter
-            L = _potrf(Kj)
-            if L is not None:
-                return L, jitter
-        jitter = max(step, 10.0 * jitter)
-        step *= 10.0
-    raise np.linalg.LinAlgError(
-        f"Matrix not positive definite even with jitter {jitter:.3g}."
-    )
-
-
-def _potrf(K: np.ndarray) -> np.ndarray | None:
-    """Fortran-ordered lower Cholesky factor, or None if not positive definite."""
-    # K is symmetric, so the transpose of a C-ordered K is the same matrix in
-    # Fortran order and LAPACK can take it without reordering
-    A = K.T if K.flags.c_contiguous else K
-    L, info = lapack.dpotrf(A, lower=1, clean=1, overwrite_a=0)
-    # NaN/inf anywhere in the lower triangle propagates to the last pivot
-    if info != 0 or not np.isfinite(L[-1, -1]):
-        return None
-    return L
 
 
 class GaussianProcess:
@@ -149,7 +35,7 @@ class GaussianProcess:
     factor across all fantasised outcomes.
 
     The methods do not limit BLAS threads themselves (entering a limit costs
-    about 0.1 ms); call them inside :func:`single_blas_thread` when used in a
+    about 0.1 ms); call them inside :func:`~skbayes_search._numerics.single_blas_thread` when used in a
     loop.
 
     Parameters

@@ -15,8 +15,10 @@ from .inference import (
     initial_hyper,
     slice_sample,
 )
+from .._numerics import single_blas_thread
 from .kernels import Kernel, Matern52
-from .model import GaussianProcess, single_blas_thread
+from .model import GaussianProcess
+from .posterior import Posterior
 
 __all__ = ["GPSurrogate", "as_generator"]
 
@@ -37,8 +39,10 @@ class GPSurrogate:
 
     ``fit`` standardises ``y`` and either slice-samples the hyperparameter
     posterior (``"mcmc"``, Snoek et al. 2012) or maximises it (``"map"``).
-    One :class:`GaussianProcess` per retained hyperparameter sample is kept in
-    ``models_`` (standardised units); acquisitions average over them.
+    One :class:`GaussianProcess` per retained hyperparameter sample is kept;
+    code outside ``gp/`` reads them only through :attr:`posteriors` (one
+    :class:`~skbayes_search.gp.posterior.Posterior` per sample, in original
+    units), and acquisitions average over them.
 
     Refits continue where the previous fit stopped: the MCMC chain resumes
     from its last state (``n_burn`` sweeps only on the first fit, then
@@ -275,3 +279,39 @@ class GPSurrogate:
                 means[i] = self.y_mean_ + self.y_std_ * mu
                 stds[i] = self.y_std_ * np.sqrt(var)
         return means, stds
+
+    # -- the posterior interface -------------------------------------------
+    @property
+    def n_models(self) -> int:
+        """Number of retained hyperparameter samples."""
+        return len(self.models_)
+
+    @property
+    def posteriors(self) -> list[Posterior]:
+        """One posterior per hyperparameter sample, in original units."""
+        return [Posterior(m, self.y_mean_, self.y_std_) for m in self.models_]
+
+    def predict_mean(self, Xs: Any) -> np.ndarray:
+        """Posterior means per hyperparameter sample, shape ``(n_models, m)``.
+
+        Unlike :meth:`predict` it enters no BLAS thread limit, for callers
+        that already run under one in a loop.
+        """
+        Xs = np.atleast_2d(np.asarray(Xs, dtype=float))
+        means = [m.predict(Xs)[0] for m in self.models_]
+        return self.y_mean_ + self.y_std_ * np.vstack(means)
+
+    def fantasize(
+        self, X_pending: Any, n_fantasies: int, rng: np.random.Generator
+    ) -> list[tuple[Posterior, np.ndarray]]:
+        """Every hyperparameter sample conditioned on joint fantasies.
+
+        See :meth:`Posterior.fantasize`; ``rng`` is consumed once per sample,
+        in order, so two callers with the same generator state get the same
+        fantasies.
+
+        Returns
+        -------
+        list of (Posterior, ndarray of shape (k, n_fantasies))
+        """
+        return [p.fantasize(X_pending, n_fantasies, rng) for p in self.posteriors]

@@ -11,8 +11,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV
 from .._trial import SearchContext, Trial
+from ..acquisition import make_acquisition
 from ..gp import GPSurrogate
 from ..optimize import propose_batch
+
+
+# best observed points whose neighbourhoods the acquisition search also scans
+_N_SEEDS = 5
 
 
 class BayesSearchCV(BaseBayesSearchCV):
@@ -331,15 +336,26 @@ class BayesProposer:
         cost_surrogate = None
         if self.cost_surrogate is not None:
             cost_surrogate = self.cost_surrogate.fit(X, np.log(ctx.costs(trials)))
+        y_best = float(np.min(y))
+
+        def acquisition_for(pending: np.ndarray | None) -> Any:
+            return make_acquisition(
+                self.surrogate,
+                self.acquisition,
+                y_best=y_best,
+                cost_surrogate=cost_surrogate,
+                X_pending=pending,
+                rng=ctx.rng,
+            )
+
         U, values = propose_batch(
-            self.surrogate,
+            acquisition_for,
             n_slots,
-            acquisition=self.acquisition,
-            X_observed=X,
-            y_observed=y,
-            snap=ctx.space.snap,
+            ctx.space.n_dims,
             rng=ctx.rng,
-            cost_surrogate=cost_surrogate,
+            snap=ctx.space.snap,
+            seeds=X[np.argsort(y, kind="stable")[:_N_SEEDS]],
+            exclude=X,
         )
         return [
             Trial(p, fraction, iter=iteration, extras={"acquisition_value": float(v)})

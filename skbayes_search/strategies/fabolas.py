@@ -23,13 +23,13 @@ from threadpoolctl import threadpool_limits
 from .._base import BaseBayesSearchCV
 from .._trial import SearchContext, Trial
 from ..acquisition import log_ei
-from ..entropy_search import (
+from .._numerics import standard_normal_draws
+from ..acquisition.entropy import (
     N_PMIN_SAMPLES,
     N_QUADRATURE,
     RepresenterPosterior,
     fabolas_acquisition,
     sample_representers,
-    standard_normal_draws,
 )
 from ..gp import BasisKernel, GPSurrogate, Matern52, ProductKernel
 from ..optimize import maximize

@@ -29,7 +29,7 @@ from threadpoolctl import threadpool_limits
 
 from .._base import BaseBayesSearchCV
 from .._trial import SearchContext, Trial
-from ..acquisition import fantasize, log_ei
+from ..acquisition import log_ei
 from ..gp import GPSurrogate
 from ..optimize import maximize
 
@@ -362,16 +362,13 @@ def _members(
     targets (one multi-target model sharing one extended Cholesky factor),
     and those draws in the surrogate's original units, shape
     ``(n_pending, n_fantasies)``. The draws come from
-    :func:`~skbayes_search.acquisition.fantasize`, as those of
+    :meth:`~skbayes_search.gp.GPSurrogate.fantasize`, as those of
     :func:`~skbayes_search.acquisition.make_acquisition` do, so at
     ``alpha = 0`` the two agree draw for draw.
     """
     if X_pending is None or len(X_pending) == 0:
-        return [(m, None) for m in surrogate.models_]
-    return [
-        (model, surrogate.y_mean_ + surrogate.y_std_ * draws)
-        for model, draws in fantasize(surrogate, X_pending, n_fantasies, rng)
-    ]
+        return [(p, None) for p in surrogate.posteriors]
+    return surrogate.fantasize(X_pending, n_fantasies, rng)
 
 
 def _make_tradeoff_acquisition(
@@ -430,12 +427,10 @@ def _make_tradeoff_acquisition(
     if X_pending is not None and len(X_pending) > 0:
         pending = np.atleast_2d(np.asarray(X_pending, dtype=float))
     loss_members = _members(loss_surrogate, pending, _N_FANTASIES, rng)
-    l_mean, l_std = loss_surrogate.y_mean_, loss_surrogate.y_std_
     n_fant = _N_FANTASIES if pending is not None else 1
     log_scale = float(np.log(time_scale))
     if use_time:
         time_members = _members(time_surrogate, pending, _N_FANTASIES, rng)
-        t_mean, t_std = time_surrogate.y_mean_, time_surrogate.y_std_
     else:
         time_members = [(None, None)]
 
@@ -459,15 +454,15 @@ def _make_tradeoff_acquisition(
         var_L = np.empty((n, len(loss_members), 1, 1))
         for i, (model, _) in enumerate(loss_members):
             mu, var = model.predict(U)
-            mean_L[:, i, 0, :] = -(l_mean + l_std * mu.reshape(n, -1))
-            var_L[:, i, 0, 0] = l_std * l_std * var
+            mean_L[:, i, 0, :] = -mu.reshape(n, -1)
+            var_L[:, i, 0, 0] = var
         if use_time:
             mean_g = np.empty((n, 1, len(time_members), n_fant))
             std_g = np.empty((n, 1, len(time_members), 1))
             for j, (model, _) in enumerate(time_members):
-                mu, var = model.predict(U)
-                mean_g[:, 0, j, :] = t_mean + t_std * mu.reshape(n, -1) - log_scale
-                std_g[:, 0, j, 0] = t_std * np.sqrt(var)
+                mu, std = model.mean_std(U)
+                mean_g[:, 0, j, :] = mu.reshape(n, -1) - log_scale
+                std_g[:, 0, j, 0] = std
             std_L = np.sqrt(var_L)
             # candidates per chunk: the quadrature tensor is candidates x
             # score samples x time samples x fantasies x nodes

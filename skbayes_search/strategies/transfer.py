@@ -23,10 +23,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV
 from .._journal import as_store
+from .._numerics import single_blas_thread
 from .._trial import SearchContext, Trial
 from ..acquisition import make_acquisition
 from ..gp import GPSurrogate
-from ..gp.model import single_blas_thread
 from ..gp.transfer_kernels import mkl_kernel, sqe_kernel
 from ..optimize import maximize
 from ..storage import TrialStore

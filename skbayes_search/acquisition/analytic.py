@@ -2,7 +2,8 @@
 
 The elementwise functions :func:`log_ei`, :func:`log_pi` and :func:`lcb` work
 on predictive means and standard deviations. :func:`make_acquisition` turns a
-fitted :class:`~skbayes_search.gp.GPSurrogate` into a vectorised function of
+fitted :class:`~skbayes_search.gp.GPSurrogate` (read through its posterior
+interface) into a vectorised function of
 unit-cube points to *maximise*: the acquisition integrated over the
 hyperparameter samples (Snoek et al. 2012, eq. 6), optionally divided by the
 predicted cost (EI per second) and averaged over Monte Carlo fantasies of
@@ -17,11 +18,10 @@ from typing import Any
 import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr
 
-from .gp.model import GaussianProcess, cholesky_jitter, single_blas_thread
+from .._numerics import log_mean_exp, single_blas_thread
 
 __all__ = [
     "ACQUISITIONS",
-    "fantasize",
     "lcb",
     "log_ei",
     "log_h",
@@ -71,13 +71,6 @@ def log_h(u: Any) -> np.ndarray:
     return np.where(u > -1.0, upper, np.where(u < _U_ASYMPTOTIC, tail, mid))
 
 
-def _logmeanexp(v: np.ndarray) -> np.ndarray:
-    """``log(mean(exp(v), axis=1))`` without overflow (rows may be all -inf)."""
-    m = np.max(v, axis=1, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    return np.log(np.mean(np.exp(v - m), axis=1)) + m[:, 0]
-
-
 def log_ei(mean: Any, std: Any, best: Any) -> np.ndarray:
     """Log expected improvement below ``best`` (minimisation), elementwise.
 
@@ -109,58 +102,6 @@ def lcb(mean: Any, std: Any, kappa: float) -> np.ndarray:
     return np.asarray(mean, float) - kappa * np.asarray(std, float)
 
 
-def fantasize(
-    surrogate: Any,
-    X_pending: np.ndarray,
-    n_fantasies: int,
-    rng: np.random.Generator,
-) -> list[tuple[GaussianProcess, np.ndarray]]:
-    """Condition every hyperparameter sample on joint fantasies of pending points.
-
-    For each fitted model of ``surrogate`` (one per hyperparameter sample) this
-    draws ``n_fantasies`` joint noisy outcomes at ``X_pending`` from the
-    model's predictive distribution (latent covariance plus the noise
-    variance) and conditions the model on all of them at once: one
-    multi-target GP whose targets share one extended Cholesky factor (Snoek et
-    al. 2012, eq. 7).
-
-    Parameters
-    ----------
-    surrogate : GPSurrogate
-        Fitted surrogate; its ``models_`` are used in order.
-    X_pending : ndarray of shape (k, d)
-        Points under evaluation (``k >= 1``), in the surrogate's input space.
-    n_fantasies : int
-        Joint draws per hyperparameter sample.
-    rng : numpy.random.Generator
-        Consumed as one ``standard_normal((k, n_fantasies))`` call per model,
-        in the order of ``surrogate.models_``, so two callers with the same
-        generator state get the same fantasies.
-
-    Returns
-    -------
-    list of (GaussianProcess, ndarray of shape (k, n_fantasies))
-        Per hyperparameter sample, the conditioned ``n_fantasies``-target model
-        and the draws it was conditioned on, on the surrogate's standardised
-        scale (original units: ``y_mean_ + y_std_ * draws``).
-
-    Notes
-    -----
-    The GP methods do not limit BLAS threads; call this inside
-    :func:`~skbayes_search.gp.model.single_blas_thread` (or another
-    one-thread limit).
-    """
-    out = []
-    k = X_pending.shape[0]
-    for model in surrogate.models_:
-        mu, cov = model.predict(X_pending, full_cov=True)
-        cov[np.diag_indices(k)] += model.noise_var_
-        chol, _ = cholesky_jitter(cov)
-        draws = mu[:, None] + chol @ rng.standard_normal((k, n_fantasies))
-        out.append((model.condition(X_pending, draws), draws))
-    return out
-
-
 def make_acquisition(
     surrogate: Any,
     acquisition: str = "ei",
@@ -177,7 +118,7 @@ def make_acquisition(
     Parameters
     ----------
     surrogate : GPSurrogate
-        Fitted loss surrogate (``models_``, ``y_mean_``, ``y_std_``).
+        Fitted loss surrogate.
     acquisition : {"ei", "ei_per_second", "pi", "lcb"}, default="ei"
         Returned values: log of the integrated EI (original units), log EI minus
         the mean predicted log cost, log of the integrated PI, or minus the
@@ -208,9 +149,8 @@ def make_acquisition(
         )
     if acquisition == "ei_per_second" and cost_surrogate is None:
         raise ValueError("acquisition='ei_per_second' needs a cost_surrogate.")
-    y_mean, y_std = surrogate.y_mean_, surrogate.y_std_
-    best_std = (float(y_best) - y_mean) / y_std
-    n_models = len(surrogate.models_)
+    posteriors = surrogate.posteriors
+    n_models = len(posteriors)
 
     pending = None if X_pending is None else np.atleast_2d(np.asarray(X_pending, float))
     if pending is not None and pending.shape[0] > 0:
@@ -219,14 +159,14 @@ def make_acquisition(
         if n_fantasies is None:
             n_fantasies = max(3, int(np.ceil(32 / n_models)))
         with single_blas_thread():
-            fantasies = fantasize(surrogate, pending, n_fantasies, rng)
+            fantasies = surrogate.fantasize(pending, n_fantasies, rng)
         # the incumbent of each fantasy includes its own fantasised values
         members = [
-            (model, np.minimum(best_std, draws.min(axis=0)))
-            for model, draws in fantasies
+            (post, np.minimum(float(y_best), draws.min(axis=0)))
+            for post, draws in fantasies
         ]
     else:
-        members = [(m, np.array([best_std])) for m in surrogate.models_]
+        members = [(p, np.array([float(y_best)])) for p in posteriors]
 
     bests = np.concatenate([best for _, best in members])
     widths = [best.size for _, best in members]
@@ -235,27 +175,26 @@ def make_acquisition(
         U = np.atleast_2d(np.asarray(U, dtype=float))
         m = U.shape[0]
         with single_blas_thread():
-            # predictions of every (model, fantasy) pair side by side, so the
+            # predictions of every (sample, fantasy) pair side by side, so the
             # acquisition formula runs once on an (m, n_members) array
             mus = np.empty((m, bests.size))
             sds = np.empty((m, bests.size))
             j = 0
-            for (model, _), w in zip(members, widths):
-                mu, var = model.predict(U)
+            for (post, _), w in zip(members, widths):
+                mu, var = post.predict(U)
                 mus[:, j : j + w] = mu.reshape(m, w)
                 sds[:, j : j + w] = np.sqrt(var)[:, None]
                 j += w
             if acquisition in ("ei", "ei_per_second"):
-                out = _logmeanexp(log_ei(mus, sds, bests)) + np.log(y_std)
+                out = log_mean_exp(log_ei(mus, sds, bests), axis=1)
             elif acquisition == "pi":
-                out = _logmeanexp(log_pi(mus, sds, bests))
+                out = log_mean_exp(log_pi(mus, sds, bests), axis=1)
             else:
-                # minus the LCB in original units; averaging over fantasies
-                # of the conditioned means gives back the unconditioned mean
-                out = -(y_mean + y_std * lcb(mus, sds, kappa).mean(axis=1))
+                # minus the LCB; averaging over fantasies of the conditioned
+                # means gives back the unconditioned mean
+                out = -lcb(mus, sds, kappa).mean(axis=1)
             if acquisition == "ei_per_second":
-                cost_mean, _ = cost_surrogate.predict(U)
-                out -= cost_mean.mean(axis=0)
+                out -= cost_surrogate.predict_mean(U).mean(axis=0)
         return out
 
     return func

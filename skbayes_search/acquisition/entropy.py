@@ -76,8 +76,8 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import ndtri
-from scipy.stats import qmc
+
+from .._numerics import cholesky_psd, gauss_hermite, standard_normal_draws
 
 __all__ = [
     "RepresenterPosterior",
@@ -97,75 +97,6 @@ N_PMIN_SAMPLES = 1024
 N_QUADRATURE = 5
 # Elements of the (chunk, S, N) work array per chunk (about 16 MB of float64).
 _CHUNK_ELEMENTS = 2_000_000
-
-
-def gauss_hermite(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights for expectations under a standard normal.
-
-    Parameters
-    ----------
-    n_nodes : int
-        Number of nodes (the rule is exact for polynomials of degree
-        ``2 * n_nodes - 1``).
-
-    Returns
-    -------
-    nodes : ndarray of shape (n_nodes,)
-    weights : ndarray of shape (n_nodes,)
-        Non-negative, summing to one: ``E[g(w)] ~ sum(weights * g(nodes))``.
-    """
-    if n_nodes < 1:
-        raise ValueError(f"n_nodes must be >= 1, got {n_nodes}.")
-    nodes, weights = np.polynomial.hermite_e.hermegauss(int(n_nodes))
-    return nodes, weights / weights.sum()
-
-
-def standard_normal_draws(
-    n_samples: int, n_dims: int, rng: np.random.Generator
-) -> np.ndarray:
-    """Fixed standard-normal draws for common random numbers.
-
-    Scrambled Sobol points mapped through the normal quantile: they cover the
-    space more evenly than pseudo-random draws, which lowers the variance of
-    ``p_min`` estimates for the same ``n_samples``.
-
-    Parameters
-    ----------
-    n_samples : int
-        Number of draws ``S``.
-    n_dims : int
-        Dimension of each draw (``N + 1``: the representers plus one column
-        for the fantasised observation).
-    rng : numpy.random.Generator
-        Seeds the scrambling.
-
-    Returns
-    -------
-    ndarray of shape (n_samples, n_dims)
-    """
-    sobol = qmc.Sobol(d=int(n_dims), scramble=True, seed=rng)
-    m = int(np.ceil(np.log2(max(int(n_samples), 2))))
-    u = sobol.random_base2(m)[: int(n_samples)]
-    # keep strictly inside (0, 1) so the quantile stays finite
-    u = np.clip(u, 1e-12, 1.0 - 1e-12)
-    return ndtri(u)
-
-
-def _cholesky(K: np.ndarray) -> np.ndarray:
-    """Lower Cholesky factor of a PSD matrix with escalating jitter."""
-    K = 0.5 * (K + K.T)
-    n = K.shape[0]
-    scale = max(float(np.mean(np.abs(np.diag(K)))), 1e-300)
-    jitter = 0.0
-    for _ in range(12):
-        try:
-            return np.linalg.cholesky(K + jitter * np.eye(n))
-        except np.linalg.LinAlgError:
-            jitter = 1e-10 * scale if jitter == 0.0 else 10.0 * jitter
-    # A representer covariance that stays indefinite at 10 % jitter is
-    # broken beyond repair; an eigen-decomposition still gives a square root.
-    vals, vecs = np.linalg.eigh(K)
-    return vecs * np.sqrt(np.clip(vals, 0.0, None))
 
 
 def entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -271,7 +202,7 @@ class RepresenterPosterior:
         self.mean = mean
         self.cov = cov
         self.normals = normals
-        self.chol_ = _cholesky(cov)
+        self.chol_ = cholesky_psd(cov)
         self.samples_ = mean + normals[:, :n] @ self.chol_.T
         self.pmin_ = pmin_monte_carlo(self.samples_)
         self.entropy_ = float(entropy(self.pmin_))
