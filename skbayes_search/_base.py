@@ -67,11 +67,52 @@ class BaseBayesSearchCV(BaseSearchCV):
     _parameter_constraints: dict = {
         **BaseSearchCV._parameter_constraints,
         "search_spaces": [dict, list],
+        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_time": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "random_state": ["random_state"],
         "store": [TrialStore, str, os.PathLike, None],
         "run_name": [str, None],
     }
+
+    def __init__(
+        self,
+        estimator: Any,
+        search_spaces: dict | list,
+        *,
+        n_iter: Any = 50,
+        max_time: float | None = None,
+        scoring: Any = None,
+        n_jobs: int | None = None,
+        refit: bool | str | Any = True,
+        cv: Any = None,
+        verbose: int = 0,
+        pre_dispatch: int | str = "2*n_jobs",
+        random_state: Any = None,
+        error_score: str | float = np.nan,
+        return_train_score: bool = False,
+        store: Any = None,
+        run_name: str | None = None,
+    ) -> None:
+        # The parameters every strategy shares, set in one place; a strategy's
+        # own __init__ still lists them all, as scikit-learn's get_params
+        # reads the concrete class's signature.
+        super().__init__(
+            estimator=estimator,
+            scoring=scoring,
+            n_jobs=n_jobs,
+            refit=refit,
+            cv=cv,
+            verbose=verbose,
+            pre_dispatch=pre_dispatch,
+            error_score=error_score,
+            return_train_score=return_train_score,
+        )
+        self.search_spaces = search_spaces
+        self.n_iter = n_iter
+        self.max_time = max_time
+        self.random_state = random_state
+        self.store = store
+        self.run_name = run_name
 
     # ------------------------------------------------------------------
     # Strategy hooks

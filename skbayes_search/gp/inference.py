@@ -27,8 +27,8 @@ import numpy as np
 from scipy.linalg import cho_solve, lapack
 from scipy.optimize import minimize
 
-from .kernels import Kernel
 from .._numerics import cholesky_jitter, single_blas_thread, solve_lower
+from .kernels import Kernel
 
 __all__ = [
     "LogPosterior",

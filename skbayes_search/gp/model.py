@@ -35,8 +35,8 @@ class GaussianProcess:
     factor across all fantasised outcomes.
 
     The methods do not limit BLAS threads themselves (entering a limit costs
-    about 0.1 ms); call them inside :func:`~skbayes_search._numerics.single_blas_thread` when used in a
-    loop.
+    about 0.1 ms); call them inside
+    :func:`~skbayes_search._numerics.single_blas_thread` when used in a loop.
 
     Parameters
     ----------

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._numerics import single_blas_thread
 from .inference import (
     LogPosterior,
     fit_map,
@@ -15,7 +16,6 @@ from .inference import (
     initial_hyper,
     slice_sample,
 )
-from .._numerics import single_blas_thread
 from .kernels import Kernel, Matern52
 from .model import GaussianProcess
 from .posterior import Posterior

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numbers
-import warnings
 from typing import Any
 
 import numpy as np
@@ -11,10 +10,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV
 from .._trial import SearchContext, Trial
+from .._validation import warn_if_space_small
 from ..acquisition import make_acquisition
 from ..gp import GPSurrogate
 from ..optimize import propose_batch
-
 
 # best observed points whose neighbourhoods the acquisition search also scans
 _N_SEEDS = 5
@@ -165,7 +164,6 @@ class BayesSearchCV(BaseBayesSearchCV):
 
     _parameter_constraints: dict = {
         **BaseBayesSearchCV._parameter_constraints,
-        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_initial_points": [Interval(numbers.Integral, 1, None, closed="left")],
         "acquisition": [StrOptions({"ei", "ei_per_second", "pi", "lcb"})],
         "hyperparameter_sampling": [StrOptions({"mcmc", "map"})],
@@ -196,36 +194,33 @@ class BayesSearchCV(BaseBayesSearchCV):
         run_name: str | None = None,
     ) -> None:
         super().__init__(
-            estimator=estimator,
+            estimator,
+            search_spaces,
+            n_iter=n_iter,
+            max_time=max_time,
             scoring=scoring,
             n_jobs=n_jobs,
             refit=refit,
             cv=cv,
             verbose=verbose,
             pre_dispatch=pre_dispatch,
+            random_state=random_state,
             error_score=error_score,
             return_train_score=return_train_score,
+            store=store,
+            run_name=run_name,
         )
-        self.search_spaces = search_spaces
-        self.n_iter = n_iter
-        self.max_time = max_time
         self.n_initial_points = n_initial_points
         self.acquisition = acquisition
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_points = n_points
-        self.random_state = random_state
-        self.store = store
-        self.run_name = run_name
 
     def _check_strategy_params(self, ctx: SearchContext) -> None:
-        if ctx.space.cardinality < self.n_iter:
-            warnings.warn(
-                f"The search space has only {ctx.space.cardinality} distinct "
-                f"configurations, fewer than n_iter={self.n_iter}; the search "
-                "stops once every one has been evaluated.",
-                UserWarning,
-                stacklevel=4,
-            )
+        warn_if_space_small(
+            ctx.space.cardinality,
+            self.n_iter,
+            "the search stops once every one has been evaluated.",
+        )
 
     def _init_search(self, ctx: SearchContext) -> None:
         self._proposer = BayesProposer(

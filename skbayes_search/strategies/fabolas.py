@@ -21,9 +21,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
 from .._base import BaseBayesSearchCV
+from .._numerics import standard_normal_draws
 from .._trial import SearchContext, Trial
 from ..acquisition import log_ei
-from .._numerics import standard_normal_draws
 from ..acquisition.entropy import (
     N_PMIN_SAMPLES,
     N_QUADRATURE,
@@ -537,7 +537,6 @@ class FabolasSearchCV(BaseBayesSearchCV):
 
     _parameter_constraints: dict = {
         **BaseBayesSearchCV._parameter_constraints,
-        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "min_resources": [
             StrOptions({"auto"}),
             Interval(numbers.Integral, 1, None, closed="left"),
@@ -578,28 +577,28 @@ class FabolasSearchCV(BaseBayesSearchCV):
         run_name: str | None = None,
     ) -> None:
         super().__init__(
-            estimator=estimator,
+            estimator,
+            search_spaces,
+            n_iter=n_iter,
+            max_time=max_time,
             scoring=scoring,
             n_jobs=n_jobs,
             refit=refit,
             cv=cv,
             verbose=verbose,
             pre_dispatch=pre_dispatch,
+            random_state=random_state,
             error_score=error_score,
             return_train_score=return_train_score,
+            store=store,
+            run_name=run_name,
         )
-        self.search_spaces = search_spaces
-        self.n_iter = n_iter
-        self.max_time = max_time
         self.min_resources = min_resources
         self.initial_fractions = initial_fractions
         self.n_initial_points = n_initial_points
         self.n_representers = n_representers
         self.n_hyper_samples = n_hyper_samples
         self.overhead = overhead
-        self.random_state = random_state
-        self.store = store
-        self.run_name = run_name
 
     # ------------------------------------------------------------------
     # validation and set-up

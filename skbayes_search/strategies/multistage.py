@@ -4,7 +4,6 @@ of the training data (Wang, Xu and Wang 2015)."""
 from __future__ import annotations
 
 import numbers
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV
 from .._trial import SearchContext, Trial, TrialRecord
+from .._validation import check_fractions, warn_if_space_small
 from .bayes import BayesProposer
 
 
@@ -239,28 +239,28 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         run_name: str | None = None,
     ) -> None:
         super().__init__(
-            estimator=estimator,
+            estimator,
+            search_spaces,
+            n_iter=n_iter,
+            max_time=max_time,
             scoring=scoring,
             n_jobs=n_jobs,
             refit=refit,
             cv=cv,
             verbose=verbose,
             pre_dispatch=pre_dispatch,
+            random_state=random_state,
             error_score=error_score,
             return_train_score=return_train_score,
+            store=store,
+            run_name=run_name,
         )
-        self.search_spaces = search_spaces
         self.stages = stages
-        self.n_iter = n_iter
         self.top_k = top_k
-        self.max_time = max_time
         self.n_initial_points = n_initial_points
         self.acquisition = acquisition
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_points = n_points
-        self.random_state = random_state
-        self.store = store
-        self.run_name = run_name
 
     def _end_search(self, ctx: SearchContext, results: dict) -> None:
         self.n_stages_ = len(self._plan()[0])
@@ -273,30 +273,9 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
     # ------------------------------------------------------------------
     def _plan(self) -> tuple[tuple[float, ...], tuple[int, ...]]:
         """Validated ``(stages, n_iter per stage)``; ValueError on bad input."""
-        try:
-            stages = np.asarray(self.stages, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"stages must be a sequence of floats, got {self.stages!r}."
-            ) from exc
-        if stages.ndim != 1 or stages.size == 0:
-            raise ValueError(
-                f"stages must be a non-empty 1-d sequence of fractions, got "
-                f"{self.stages!r}."
-            )
-        if not np.all(np.isfinite(stages)) or np.any(stages <= 0) or np.any(stages > 1):
-            raise ValueError(
-                f"stages must hold fractions in (0, 1], got {self.stages!r}."
-            )
-        if np.any(np.diff(stages) <= 0):
-            raise ValueError(
-                f"stages must be strictly increasing, got {self.stages!r}."
-            )
-        if stages[-1] != 1.0:
-            raise ValueError(
-                "The last of stages must be 1.0 (the final stage uses all "
-                f"training rows), got {self.stages!r}."
-            )
+        stages = check_fractions(
+            self.stages, "stages", increasing=True, last_is_one=True
+        )
         n_stages = stages.size
         if isinstance(self.n_iter, numbers.Integral):
             n_iter = (int(self.n_iter),) * n_stages
@@ -333,17 +312,12 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         return int(sum(self._plan()[1]))
 
     def _check_strategy_params(self, ctx: SearchContext) -> None:
-        _, n_iter = self._plan()
-        if ctx.space.cardinality < max(n_iter):
-            warnings.warn(
-                f"The search space has only {ctx.space.cardinality} distinct "
-                f"configurations, fewer than the n_iter={self.n_iter!r} of a "
-                "stage; a stage moves on to the next once every one has been "
-                "evaluated at its fraction.",
-                UserWarning,
-                # user code -> fit -> base fit wrapper -> base fit -> here
-                stacklevel=5,
-            )
+        warn_if_space_small(
+            ctx.space.cardinality,
+            self._plan()[1],
+            "a stage moves on to the next once every one has been evaluated "
+            "at its fraction.",
+        )
 
     def _init_search(self, ctx: SearchContext) -> None:
         self._proposers: dict[int, BayesProposer] = {}

@@ -751,7 +751,6 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         **BaseBayesSearchCV._parameter_constraints,
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "fractions": ["array-like", None],
-        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_initial_points": [Interval(numbers.Integral, 1, None, closed="left")],
         "time_normalization": [
             StrOptions({"max"}),
@@ -787,28 +786,28 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         run_name: str | None = None,
     ) -> None:
         super().__init__(
-            estimator=estimator,
+            estimator,
+            search_spaces,
+            n_iter=n_iter,
+            max_time=max_time,
             scoring=scoring,
             n_jobs=n_jobs,
             refit=refit,
             cv=cv,
             verbose=verbose,
             pre_dispatch=pre_dispatch,
+            random_state=random_state,
             error_score=error_score,
             return_train_score=return_train_score,
+            store=store,
+            run_name=run_name,
         )
-        self.search_spaces = search_spaces
         self.alpha = alpha
         self.fractions = fractions
-        self.n_iter = n_iter
         self.n_initial_points = n_initial_points
         self.time_normalization = time_normalization
-        self.max_time = max_time
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_points = n_points
-        self.random_state = random_state
-        self.store = store
-        self.run_name = run_name
 
     def _end_search(self, ctx: SearchContext, results: dict) -> None:
         self.pareto_front_ = _results_pareto_front(results, self.refit)

@@ -581,7 +581,6 @@ feature_names_in_
         "kernel_weights": [tuple, list, np.ndarray],
         "random_replacement": [Interval(numbers.Real, 0, 1, closed="both")],
         "meta_features": [StrOptions({"auto"}), dict, "array-like"],
-        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -610,28 +609,28 @@ feature_names_in_
         return_train_score: bool = False,
     ) -> None:
         super().__init__(
-            estimator=estimator,
+            estimator,
+            search_spaces,
+            n_iter=n_iter,
+            max_time=max_time,
             scoring=scoring,
             n_jobs=n_jobs,
             refit=refit,
             cv=cv,
             verbose=verbose,
             pre_dispatch=pre_dispatch,
+            random_state=random_state,
             error_score=error_score,
             return_train_score=return_train_score,
+            store=store,
+            run_name=run_name,
         )
-        self.search_spaces = search_spaces
-        self.store = store
-        self.run_name = run_name
         self.dataset_name = dataset_name
         self.kernel = kernel
         self.n_neighbors = n_neighbors
         self.kernel_weights = kernel_weights
         self.random_replacement = random_replacement
         self.meta_features = meta_features
-        self.n_iter = n_iter
-        self.max_time = max_time
-        self.random_state = random_state
 
     # ------------------------------------------------------------------
     # validation

@@ -1,0 +1,92 @@
+"""Checks several strategies share: subset fractions and small spaces."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+__all__ = ["check_fractions", "warn_if_space_small"]
+
+
+def check_fractions(
+    value: Any, name: str, *, increasing: bool = False, last_is_one: bool = False
+) -> np.ndarray:
+    """Validate a non-empty 1-d sequence of subset fractions in (0, 1].
+
+    Parameters
+    ----------
+    value : sequence of float
+        What the user passed.
+    name : str
+        The parameter's name, for the error message.
+    increasing : bool, default=False
+        Require strictly increasing values.
+    last_is_one : bool, default=False
+        Require the last value to be 1.0 (all training rows).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        The fractions as floats, in the order given.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` and the allowed values.
+
+    Examples
+    --------
+    >>> from skbayes_search._validation import check_fractions
+    >>> check_fractions((0.25, 1), "stages", increasing=True, last_is_one=True)
+    array([0.25, 1.  ])
+    >>> check_fractions([0.0, 1.0], "fractions")
+    Traceback (most recent call last):
+    ...
+    ValueError: fractions must hold numbers in (0, 1], got [0.0, 1.0].
+    """
+    allowed = f"{name} must hold numbers in (0, 1], got {value!r}."
+    items = np.asarray(value, dtype=object)
+    if items.ndim != 1 or items.size == 0:
+        raise ValueError(
+            f"{name} must be a non-empty 1-d sequence of numbers in (0, 1], "
+            f"got {value!r}."
+        )
+    if any(isinstance(v, bool | np.bool_) for v in items):
+        raise ValueError(allowed)
+    try:
+        fractions = items.astype(float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(allowed) from exc
+    if not np.all(np.isfinite(fractions)) or np.any(
+        (fractions <= 0) | (fractions > 1)
+    ):
+        raise ValueError(allowed)
+    if increasing and np.any(np.diff(fractions) <= 0):
+        raise ValueError(f"{name} must be strictly increasing, got {value!r}.")
+    if last_is_one and fractions[-1] != 1.0:
+        raise ValueError(
+            f"The last of {name} must be 1.0 (all training rows), got {value!r}."
+        )
+    return fractions
+
+
+def warn_if_space_small(
+    cardinality: float, n_iter: Any, what_then: str, stacklevel: int = 6
+) -> None:
+    """Warn that a finite space holds fewer configurations than ``n_iter``.
+
+    ``what_then`` says what the strategy does once every configuration has
+    been evaluated. The default ``stacklevel`` points at the user's ``fit``
+    call from a strategy's ``_check_strategy_params`` (user code -> fit ->
+    the base's fit wrapper -> base fit -> the check -> here).
+    """
+    n_max = max(np.atleast_1d(n_iter))
+    if cardinality < n_max:
+        warnings.warn(
+            f"The search space has only {cardinality} distinct configurations, "
+            f"fewer than n_iter={n_iter!r}; {what_then}",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
