@@ -44,6 +44,36 @@ BASE_RESULT_COLUMNS = ("n_resources", "resource_fraction", "iter", "elapsed_time
 _FAIL_FAST_TRIALS = 5
 
 
+#: The constructor parameters every strategy shares, set by the base's __init__.
+SHARED_PARAMS = (
+    "estimator",
+    "search_spaces",
+    "n_iter",
+    "max_time",
+    "scoring",
+    "n_jobs",
+    "refit",
+    "cv",
+    "verbose",
+    "pre_dispatch",
+    "random_state",
+    "error_score",
+    "return_train_score",
+    "store",
+    "run_name",
+)
+
+
+def shared_params(values: dict[str, Any]) -> dict[str, Any]:
+    """The shared parameters among a strategy ``__init__``'s ``locals()``.
+
+    scikit-learn reads a strategy's parameters from its ``__init__``
+    signature, so each strategy lists them all; this passes the shared ones
+    on to :class:`BaseBayesSearchCV` without writing them out again.
+    """
+    return {name: values[name] for name in SHARED_PARAMS}
+
+
 #: Private attributes scikit-learn's ``_fit_context`` sets during ``fit`` and
 #: removes itself afterwards (the callbacks' teardown needs them).
 _SKLEARN_FIT_STATE = frozenset({"_callback_fit_ctx", "_skl_callbacks_to_teardown"})

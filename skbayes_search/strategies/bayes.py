@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import BaseBayesSearchCV
+from .._base import BaseBayesSearchCV, shared_params
 from .._trial import SearchContext, Trial
 from .._validation import warn_if_space_small
 from ..acquisition import make_acquisition
@@ -193,23 +193,7 @@ class BayesSearchCV(BaseBayesSearchCV):
         store: Any = None,
         run_name: str | None = None,
     ) -> None:
-        super().__init__(
-            estimator,
-            search_spaces,
-            n_iter=n_iter,
-            max_time=max_time,
-            scoring=scoring,
-            n_jobs=n_jobs,
-            refit=refit,
-            cv=cv,
-            verbose=verbose,
-            pre_dispatch=pre_dispatch,
-            random_state=random_state,
-            error_score=error_score,
-            return_train_score=return_train_score,
-            store=store,
-            run_name=run_name,
-        )
+        super().__init__(**shared_params(locals()))
         self.n_initial_points = n_initial_points
         self.acquisition = acquisition
         self.hyperparameter_sampling = hyperparameter_sampling

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import BaseBayesSearchCV
+from .._base import BaseBayesSearchCV, shared_params
 from .._trial import SearchContext, Trial, TrialRecord
 from .._validation import check_fractions, warn_if_space_small
 from .bayes import BayesProposer
@@ -238,23 +238,7 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         store: Any = None,
         run_name: str | None = None,
     ) -> None:
-        super().__init__(
-            estimator,
-            search_spaces,
-            n_iter=n_iter,
-            max_time=max_time,
-            scoring=scoring,
-            n_jobs=n_jobs,
-            refit=refit,
-            cv=cv,
-            verbose=verbose,
-            pre_dispatch=pre_dispatch,
-            random_state=random_state,
-            error_score=error_score,
-            return_train_score=return_train_score,
-            store=store,
-            run_name=run_name,
-        )
+        super().__init__(**shared_params(locals()))
         self.stages = stages
         self.top_k = top_k
         self.n_initial_points = n_initial_points

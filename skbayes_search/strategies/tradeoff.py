@@ -27,7 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from .._base import BaseBayesSearchCV
+from .._base import BaseBayesSearchCV, shared_params
 from .._trial import SearchContext, Trial
 from ..acquisition import log_ei
 from ..gp import GPSurrogate
@@ -785,23 +785,7 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         store: Any = None,
         run_name: str | None = None,
     ) -> None:
-        super().__init__(
-            estimator,
-            search_spaces,
-            n_iter=n_iter,
-            max_time=max_time,
-            scoring=scoring,
-            n_jobs=n_jobs,
-            refit=refit,
-            cv=cv,
-            verbose=verbose,
-            pre_dispatch=pre_dispatch,
-            random_state=random_state,
-            error_score=error_score,
-            return_train_score=return_train_score,
-            store=store,
-            run_name=run_name,
-        )
+        super().__init__(**shared_params(locals()))
         self.alpha = alpha
         self.fractions = fractions
         self.n_initial_points = n_initial_points

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import BaseBayesSearchCV
+from .._base import BaseBayesSearchCV, shared_params
 from .._journal import as_store
 from .._numerics import single_blas_thread
 from .._trial import SearchContext, Trial
@@ -608,23 +608,7 @@ feature_names_in_
         error_score: str | float = np.nan,
         return_train_score: bool = False,
     ) -> None:
-        super().__init__(
-            estimator,
-            search_spaces,
-            n_iter=n_iter,
-            max_time=max_time,
-            scoring=scoring,
-            n_jobs=n_jobs,
-            refit=refit,
-            cv=cv,
-            verbose=verbose,
-            pre_dispatch=pre_dispatch,
-            random_state=random_state,
-            error_score=error_score,
-            return_train_score=return_train_score,
-            store=store,
-            run_name=run_name,
-        )
+        super().__init__(**shared_params(locals()))
         self.dataset_name = dataset_name
         self.kernel = kernel
         self.n_neighbors = n_neighbors
