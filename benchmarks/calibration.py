@@ -26,7 +26,6 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,6 +34,7 @@ from sklearn.base import clone
 from sklearn.model_selection import ParameterSampler
 from sklearn.utils import check_random_state
 
+from . import REPO_ROOT
 from .tasks import Task, space_scipy
 
 #: Calibration subsets halve down from one fold's training rows: 1/16 ... 1.
@@ -91,7 +91,7 @@ def _worker_startup(task: Task, n_jobs: int) -> float:
     flag = "1" if task.classification else "0"
     out = subprocess.run(
         [sys.executable, "-c", _STARTUP_PROBE, task.spec.name, flag, str(n_jobs)],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=True,

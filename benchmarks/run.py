@@ -31,7 +31,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from . import report
+from . import REPO_ROOT, RESULTS_DIR, report
 from .calibration import (
     calibrate,
     grid_points_per_dim,
@@ -43,7 +43,6 @@ from .methods import METHODS, OURS, availability, resolve_methods
 from .refit import refit_incumbents
 from .tasks import SPLIT_SEED, Task, load_task
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 QUICK = {"tasks": "svc-magic", "max_rows": 1500, "seeds": 1, "budget": 10.0}
 _N_SPLITS = 5
 _VERSIONED = (
@@ -318,12 +317,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--tasks is required (or --quick)")
     if args.out is None:
         stamp = dt.datetime.now().strftime("%Y-%m-%d")
-        args.out = str(
-            REPO_ROOT
-            / "benchmarks"
-            / "results"
-            / (f"quick-{stamp}" if args.quick else stamp)
-        )
+        args.out = str(RESULTS_DIR / (f"quick-{stamp}" if args.quick else stamp))
     return args
 
 

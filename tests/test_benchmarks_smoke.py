@@ -211,7 +211,7 @@ def test_fabolas_extrapolation_ranks_a_representative_learning_curve():
     # validation score = a bowl over the unit cube minus a learning-curve
     # term that vanishes at s~ = 1; small subsets rank like all data, so the
     # loss model fitted on subsets must rank the full-data scores right
-    from benchmarks.fabolas_extrapolation import check_run
+    from benchmarks.studies.fabolas_extrapolation import check_run
     from benchmarks.tasks import ESTIMATORS, space_ours
     from skbayes_search.space import SearchSpace
 
@@ -245,7 +245,7 @@ def test_fabolas_extrapolation_ranks_a_representative_learning_curve():
 
 
 def test_fabolas_budget_report_measures_the_final_evaluation():
-    from benchmarks.fabolas_budget import final_evaluation_report
+    from benchmarks.studies.fabolas_budget import final_evaluation_report
     from skbayes_search.strategies.fabolas import reserve_seconds
 
     inc, other = {"C": 1.0}, {"C": 2.0}
@@ -289,7 +289,7 @@ def test_fabolas_budget_report_measures_the_final_evaluation():
 
 
 def test_fabolas_budget_trace_reads_each_proposal_against_its_trials():
-    from benchmarks.fabolas_budget import trace_report
+    from benchmarks.studies.fabolas_budget import trace_report
 
     results = {
         "elapsed_time": [1.0, 2.0, 4.0, 9.0, 10.0],
@@ -312,7 +312,7 @@ def test_fabolas_budget_traced_search_records_every_proposal():
     from sklearn.datasets import make_classification
     from sklearn.linear_model import LogisticRegression
 
-    from benchmarks.fabolas_budget import _TracedFabolas, trace_report
+    from benchmarks.studies.fabolas_budget import _TracedFabolas, trace_report
     from skbayes_search.space import Real
 
     X, y = make_classification(n_samples=600, n_features=5, random_state=0)

@@ -2,8 +2,8 @@
 
 Usage (from the repository root)::
 
-    python -m benchmarks.overhead --out benchmarks/results/<date>/overhead.md
-    python -m benchmarks.overhead --n 25,50 --dims 2 --reps 3   # a quick look
+    python -m benchmarks.studies.overhead --out benchmarks/results/<date>/overhead.md
+    python -m benchmarks.studies.overhead --n 25,50 --dims 2 --reps 3   # a quick look
 
 Every optimiser is told the same ``n`` points of a cheap synthetic function on
 ``[0, 1]^D`` (uniform random points, seeded), then asked for the next one.
@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from .. import RESULTS_DIR
 
 
 def objective(X: np.ndarray) -> np.ndarray:
@@ -61,9 +61,39 @@ Proposer = tuple[
 ]
 
 
+#: Best observed points whose neighbourhoods the acquisition search also scans
+#: (as ``BayesSearchCV`` does).
+N_SEEDS = 5
+
+
+def propose_ei(
+    surrogate: Any, X: np.ndarray, y: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """One GP-EI proposal, as ``BayesSearchCV`` makes it (batch of one).
+
+    ``surrogate`` is a fitted ``skbayes_search.gp.GPSurrogate`` of the losses
+    ``y`` (to minimise) at the unit points ``X``; observed points are never
+    proposed again and the best ones seed the acquisition search.
+    """
+    from skbayes_search.acquisition import make_acquisition
+    from skbayes_search.optimize import propose_batch
+
+    y_best = float(np.min(y))
+    U, _ = propose_batch(
+        lambda P: make_acquisition(
+            surrogate, "ei", y_best=y_best, X_pending=P, rng=rng
+        ),
+        1,
+        X.shape[1],
+        rng=rng,
+        seeds=X[np.argsort(y, kind="stable")[:N_SEEDS]],
+        exclude=X,
+    )
+    return U
+
+
 def _ours(sampling: str) -> Proposer:
     from skbayes_search.gp import GPSurrogate
-    from skbayes_search.optimize import propose_batch
 
     def make(D: int, seed: int) -> Any:
         return {
@@ -74,7 +104,7 @@ def _ours(sampling: str) -> Proposer:
     def step(state: Any, X: np.ndarray, y: np.ndarray) -> float:
         start = time.perf_counter()
         state["gp"].fit(X, y)
-        propose_batch(state["gp"], 1, X_observed=X, y_observed=y, rng=state["rng"])
+        propose_ei(state["gp"], X, y, state["rng"])
         return time.perf_counter() - start
 
     return make, step
@@ -213,7 +243,7 @@ def _table(
 def main(argv: list[str] | None = None) -> int:
     """Run the micro-benchmark and write the Markdown table."""
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.overhead", description=__doc__.split("\n")[0]
+        prog="python -m benchmarks.studies.overhead", description=__doc__.split("\n")[0]
     )
     p.add_argument("--n", default="25,50,100,200", help="observation counts")
     p.add_argument("--dims", default="2,5,10", help="dimensions")
@@ -235,11 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = [int(v) for v in args.n.split(",")]
     dims = [int(v) for v in args.dims.split(",")]
     names = [m.strip() for m in args.methods.split(",")]
-    out = (
-        Path(args.out)
-        if args.out
-        else REPO_ROOT / "benchmarks" / "results" / f"overhead-{dt.date.today()}.md"
-    )
+    out = Path(args.out) if args.out else RESULTS_DIR / f"overhead-{dt.date.today()}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
 
     missing, results, ran = {}, {}, []
@@ -265,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
 
-    cmd = "python -m benchmarks.overhead " + shlex.join(
+    cmd = "python -m benchmarks.studies.overhead " + shlex.join(
         sys.argv[1:] if argv is None else argv
     )
     date = dt.datetime.now().isoformat(timespec="seconds")

@@ -21,7 +21,7 @@ something.
 
 Usage::
 
-    python -m benchmarks.fabolas_extrapolation \\
+    python -m benchmarks.studies.fabolas_extrapolation \\
         benchmarks/results/2026-11-23-svc-covertype --task svc-covertype_75k
 """
 
@@ -47,7 +47,7 @@ from skbayes_search.strategies.fabolas import (
     make_kernels,
 )
 
-from .tasks import ESTIMATORS, space_ours
+from ..tasks import ESTIMATORS, space_ours
 
 
 def _refitted(results: Path, task: str) -> tuple[list[dict], np.ndarray]:
@@ -116,7 +116,10 @@ def check_run(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.studies.fabolas_extrapolation",
+        description=__doc__.splitlines()[0],
+    )
     parser.add_argument("results", type=Path, help="a benchmarks.run output folder")
     parser.add_argument("--task", required=True)
     parser.add_argument(

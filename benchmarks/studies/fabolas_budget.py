@@ -24,7 +24,7 @@ fit runs for real, so a run takes about the budget plus the final evaluation.
 
 Usage::
 
-    python -m benchmarks.fabolas_budget --task svc-connect_4 --seed 0 \\
+    python -m benchmarks.studies.fabolas_budget --task svc-connect_4 --seed 0 \\
         --budget 300 --max-rows 27000
 """
 
@@ -45,7 +45,7 @@ from skbayes_search.strategies.fabolas import (
     slow_cost,
 )
 
-from .tasks import load_task, space_ours
+from ..tasks import load_task, space_ours
 
 
 def final_evaluation_report(
@@ -175,7 +175,10 @@ def trace_report(trace: list[dict], results: dict, last: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.studies.fabolas_budget",
+        description=__doc__.splitlines()[0],
+    )
     parser.add_argument("--task", required=True, help="e.g. svc-connect_4")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=float, default=300.0, help="max_time, s")

@@ -2,7 +2,7 @@
 
 Usage, from the repository root::
 
-    python -m benchmarks.tradeoff_sweep --data-dir ../shared/datasets \\
+    python -m benchmarks.studies.tradeoff_sweep --data-dir ../shared/datasets \\
         --out benchmarks/results/2026-11-22-tradeoff-sweep [--seeds N]
 
 Protocol
@@ -475,7 +475,7 @@ def write_summary(
         "(threadpool_limits(1))",
         "",
         "Protocol (details in the module docstring of "
-        "`benchmarks/tradeoff_sweep.py`): stratified row sample, stratified "
+        "`benchmarks/studies/tradeoff_sweep.py`): stratified row sample, stratified "
         "75/25 search/test split (seeded). Test accuracy is that of the "
         "search's `best_estimator_` on the 25 % test part. Train time is the "
         f"median of {N_REFITS} fits of the selected configuration on a "
@@ -699,7 +699,7 @@ def plot_task(
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep and write results.csv, summary.md and the plots."""
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.tradeoff_sweep",
+        prog="python -m benchmarks.studies.tradeoff_sweep",
         description="Alpha sweep of TradeoffBayesSearchCV vs BayesSearchCV.",
     )
     parser.add_argument("--data-dir", type=Path, required=True)
@@ -723,7 +723,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds < 1:
         parser.error("--seeds must be >= 1")
 
-    command = shlex.join(["python", "-m", "benchmarks.tradeoff_sweep", *sys.argv[1:]])
+    command = shlex.join(
+        ["python", "-m", "benchmarks.studies.tradeoff_sweep", *sys.argv[1:]]
+    )
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     load_start = os.getloadavg()

@@ -15,7 +15,7 @@ process workers.
 
 Usage::
 
-    python -m benchmarks.fabolas_overhead [--n-iter 100] [--at 20 50 100]
+    python -m benchmarks.studies.fabolas_overhead [--n-iter 100] [--at 20 50 100]
         [--n-jobs 1] [--out benchmarks/results/<date>-fabolas-overhead]
 """
 
@@ -33,6 +33,8 @@ from joblib import parallel_backend
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from skbayes_search import FabolasSearchCV, Real
+
+from .. import RESULTS_DIR
 
 #: Clock readings (wall, CPU, training rows), one per ``fit`` call.
 _CLOCKS: list[tuple[float, float, int]] = []
@@ -85,7 +87,7 @@ def measure(n_iter: int, seed: int, n_jobs: int = 1) -> tuple[np.ndarray, np.nda
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.fabolas_overhead")
+    p = argparse.ArgumentParser(prog="python -m benchmarks.studies.fabolas_overhead")
     p.add_argument("--n-iter", type=int, default=100)
     p.add_argument("--at", type=int, nargs="+", default=[20, 50, 100])
     p.add_argument("--window", type=int, default=5, help="iterations per median")
@@ -94,10 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     stamp = dt.datetime.now()
-    out = Path(
-        args.out
-        or Path(__file__).parent / "results" / f"{stamp:%Y-%m-%d}-fabolas-overhead"
-    )
+    out = Path(args.out or RESULTS_DIR / f"{stamp:%Y-%m-%d}-fabolas-overhead")
     out.mkdir(parents=True, exist_ok=True)
     wall, cpu = measure(args.n_iter, args.seed, args.n_jobs)
     # Gap i ends at the start of trial i + 2, i.e. with i + 1 observations.
@@ -105,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         "# FABOLAS overhead per iteration",
         "",
-        "- command: `python -m benchmarks.fabolas_overhead "
+        "- command: `python -m benchmarks.studies.fabolas_overhead "
         f"--n-iter {args.n_iter} --n-jobs {args.n_jobs}`",
         f"- date: {stamp:%Y-%m-%dT%H:%M}; machine: {os.cpu_count()} cores, "
         f"{platform.platform()}; load when done: {os.getloadavg()[0]:.1f}",

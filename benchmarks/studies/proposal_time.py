@@ -2,15 +2,17 @@
 
 One proposal = refit of the surrogate on ``n`` observations (continuing the
 MCMC chain / warm-starting MAP from the previous fit, as a search does) plus
-maximisation of the integrated log-EI with :func:`propose_batch`. The first
-fit (with burn-in) happens on ``n - repeats`` points and is not timed; then
+maximisation of the integrated log-EI with ``propose_batch``, as
+``BayesSearchCV`` proposes (:func:`benchmarks.studies.overhead.propose_ei`).
+The first fit (with burn-in) happens on ``n - repeats`` points and is not timed; then
 ``repeats`` proposals are timed, each after adding one observation, and the
 median is reported, both as wall-clock seconds and as CPU seconds of this
 process (the latter is less distorted when other jobs share the machine).
 
 Usage::
 
-    python benchmarks/proposal_time.py [--repeats 5] [--dims 2 5] [--n 25 50 100]
+    python -m benchmarks.studies.proposal_time [--repeats 5] [--dims 2 5] \\
+        [--n 25 50 100]
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from skbayes_search.gp import GPSurrogate
-from skbayes_search.optimize import propose_batch
+
+from .overhead import propose_ei
 
 
 def objective(U: np.ndarray) -> np.ndarray:
@@ -47,7 +50,7 @@ def time_proposals(
         t0 = time.perf_counter()
         surrogate.fit(X[:m], y[:m])
         t1 = time.perf_counter()
-        propose_batch(surrogate, 1, X_observed=X[:m], y_observed=y[:m], rng=rng)
+        propose_ei(surrogate, X[:m], y[:m], rng)
         t2 = time.perf_counter()
         cpus.append(time.process_time() - c0)
         totals.append(t2 - t0)
@@ -57,7 +60,10 @@ def time_proposals(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.studies.proposal_time",
+        description=__doc__.splitlines()[0],
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--dims", type=int, nargs="+", default=[2, 5])
     parser.add_argument("--n", type=int, nargs="+", default=[25, 50, 100])

@@ -2,7 +2,7 @@
 
 Usage, from the repository root::
 
-    python -m benchmarks.transfer_stream --data-dir ../shared/datasets \\
+    python -m benchmarks.studies.transfer_stream --data-dir ../shared/datasets \\
         --out benchmarks/results/2026-11-22-transfer-stream [--orders N]
 
 Protocol
@@ -81,9 +81,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from skbayes_search import BayesSearchCV, Integer, Real, TrialStore
+from skbayes_search import (
+    BayesSearchCV,
+    Integer,
+    Real,
+    TransferBayesSearchCV,
+    TrialStore,
+)
 from skbayes_search.storage import TRIAL_FIELDS
-from skbayes_search.strategies.transfer import TransferBayesSearchCV
 
 METHODS = ("random", "bayes", "indep", "sqe", "mkl")
 SOURCES = (
@@ -341,7 +346,10 @@ def write_summary(out, df, ranks, cost, args, elapsed, n_data):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.studies.transfer_stream",
+        description=__doc__.splitlines()[0],
+    )
     parser.add_argument("--data-dir", default="../shared/datasets")
     parser.add_argument("--orders", type=int, default=3)
     parser.add_argument("--out", required=True)
