@@ -9,6 +9,7 @@ import os
 import time
 import warnings
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -77,6 +78,28 @@ def shared_params(values: dict[str, Any]) -> dict[str, Any]:
 #: Private attributes scikit-learn's ``_fit_context`` sets during ``fit`` and
 #: removes itself afterwards (the callbacks' teardown needs them).
 _SKLEARN_FIT_STATE = frozenset({"_callback_fit_ctx", "_skl_callbacks_to_teardown"})
+
+
+@dataclass
+class _Run:
+    """What one ``fit`` prepares and its phases share."""
+
+    X: Any
+    y: Any
+    scorers: Any
+    refit_metric: str
+    routed_params: Any
+    splits: list
+    rs: np.random.RandomState
+    seed_subsets: int
+    y_stratify: np.ndarray | None
+    ctx: SearchContext
+    journal: SearchJournal | None
+    callbacks: SearchCallbacks
+    base_estimator: Any
+    fit_and_score_kwargs: dict
+    parallel: Parallel
+    all_out: list[dict] = field(default_factory=list)
 
 
 class BaseBayesSearchCV(BaseSearchCV):
@@ -231,6 +254,25 @@ class BaseBayesSearchCV(BaseSearchCV):
                     delattr(self, key)
 
     def _fit(self, X: Any, y: Any, **params: Any) -> BaseBayesSearchCV:
+        run = self._prepare(X, y, params)
+        with run.parallel:
+            evaluator = TrialEvaluator(
+                base_estimator=run.base_estimator,
+                X=run.X,
+                y=run.y,
+                splits=run.splits,
+                y_stratify=run.y_stratify,
+                rng=np.random.default_rng(run.seed_subsets),
+                parallel=run.parallel,
+                fit_and_score_kwargs=run.fit_and_score_kwargs,
+                callbacks=run.callbacks,
+            )
+            self._resume(run)
+            self._search(run, evaluator)
+        return self._assemble(run)
+
+    def _prepare(self, X: Any, y: Any, params: dict) -> _Run:
+        """Validate everything and fix the splits, before any estimator is fit."""
         start = time.perf_counter()
         scorers, refit_metric = self._get_scorers()
         X, y = indexable(X, y)
@@ -304,93 +346,106 @@ class BaseBayesSearchCV(BaseSearchCV):
             y,
             None if sample_weight is None else {"sample_weight": sample_weight},
         )
-        base_estimator = clone(self.estimator)
-        fit_and_score_kwargs = dict(
-            scorer=scorers,
-            fit_params=routed_params.estimator.fit,
-            score_params=routed_params.scorer.score,
-            return_train_score=self.return_train_score,
-            return_n_test_samples=True,
-            return_times=True,
-            return_parameters=False,
-            error_score=self.error_score,
-            verbose=self.verbose,
+        return _Run(
+            X=X,
+            y=y,
+            scorers=scorers,
+            refit_metric=refit_metric,
+            routed_params=routed_params,
+            splits=splits,
+            rs=rs,
+            seed_subsets=seed_subsets,
+            y_stratify=y_stratify,
+            ctx=ctx,
+            journal=journal,
+            callbacks=callbacks,
+            base_estimator=clone(self.estimator),
+            fit_and_score_kwargs=dict(
+                scorer=scorers,
+                fit_params=routed_params.estimator.fit,
+                score_params=routed_params.scorer.score,
+                return_train_score=self.return_train_score,
+                return_n_test_samples=True,
+                return_times=True,
+                return_parameters=False,
+                error_score=self.error_score,
+                verbose=self.verbose,
+            ),
+            parallel=Parallel(
+                n_jobs=self.n_jobs,
+                pre_dispatch=self.pre_dispatch,
+                return_as="generator_unordered",
+            ),
         )
-        parallel = Parallel(
-            n_jobs=self.n_jobs,
-            pre_dispatch=self.pre_dispatch,
-            return_as="generator_unordered",
-        )
-        all_out: list[dict] = []
+
+    def _resume(self, run: _Run) -> None:
+        """Read a killed run's finished trials back from the store."""
+        if run.journal is None:
+            return
+        ctx = run.ctx
+        multimetric = isinstance(self.scoring, (list, tuple, dict)) or None
+        for record, outs in run.journal.read(ctx, multimetric):
+            ctx.trials.append(record)
+            run.all_out.extend(outs)
+        if ctx.trials:
+            # The clock (and max_time) continues where the run stopped.
+            ctx.start_time = time.perf_counter() - max(
+                t.elapsed_time for t in ctx.trials
+            )
+
+    def _search(self, run: _Run, evaluator: TrialEvaluator) -> None:
+        """The ask/tell loop, each finished trial recorded the moment it ends."""
+        ctx, journal = run.ctx, run.journal
+        metric = self.refit if isinstance(self.refit, str) else None
         # the tqdm bar, if any (kept out of the search's state, which the
         # workers may receive)
-        progress = None
-        metric = self.refit if isinstance(self.refit, str) else None
-        with parallel:
-            evaluator = TrialEvaluator(
-                base_estimator=base_estimator,
-                X=X,
-                y=y,
-                splits=splits,
-                y_stratify=y_stratify,
-                rng=np.random.default_rng(seed_subsets),
-                parallel=parallel,
-                fit_and_score_kwargs=fit_and_score_kwargs,
-                callbacks=callbacks,
-            )
+        progress = progress_bar(
+            self.verbose, ctx.budget, len(ctx.trials), type(self).__name__
+        )
 
-            def evaluate_candidates(trials: list[Trial]) -> None:
-                records: list = [None] * len(trials)
-                if journal is not None:
-                    positions = journal.claim_positions(len(trials))
-
-                def on_trial_done(i: int, outs: list[dict], finish: float) -> None:
-                    record = self._make_record(
-                        ctx, trials[i], outs, finish, evaluator, metric
-                    )
-                    # Committed the moment it finishes: a killed search
-                    # loses at most the trials still running.
-                    if journal is not None:
-                        journal.write(record, outs, positions[i])
-                    records[i] = (record, outs)
-
-                evaluator.evaluate(
-                    [t.params for t in trials],
-                    [t.fraction for t in trials],
-                    on_trial_done=on_trial_done,
-                )
-                # Batch order, not finish order, so that n_jobs does not
-                # change cv_results_.
-                for record, outs in records:
-                    ctx.trials.append(record)
-                    all_out.extend(outs)
-                    self._report_trial(ctx, record, progress)
-
+        def evaluate_candidates(trials: list[Trial]) -> None:
+            records: list = [None] * len(trials)
             if journal is not None:
-                multimetric = isinstance(self.scoring, (list, tuple, dict)) or None
-                for record, outs in journal.read(ctx, multimetric):
-                    ctx.trials.append(record)
-                    all_out.extend(outs)
-                if ctx.trials:
-                    # The clock (and max_time) continues where the run stopped.
-                    ctx.start_time = time.perf_counter() - max(
-                        t.elapsed_time for t in ctx.trials
-                    )
-            self._ctx = ctx
-            progress = progress_bar(
-                self.verbose, ctx.budget, len(ctx.trials), type(self).__name__
-            )
-            try:
-                callbacks.begin_search()
-                self._run_search(evaluate_candidates)
-                callbacks.end_search()
-            finally:
-                del self._ctx
-                if progress is not None:
-                    progress.close()
+                positions = journal.claim_positions(len(trials))
 
+            def on_trial_done(i: int, outs: list[dict], finish: float) -> None:
+                record = self._make_record(
+                    ctx, trials[i], outs, finish, evaluator, metric
+                )
+                # Committed the moment it finishes: a killed search loses at
+                # most the trials still running.
+                if journal is not None:
+                    journal.write(record, outs, positions[i])
+                records[i] = (record, outs)
+
+            evaluator.evaluate(
+                [t.params for t in trials],
+                [t.fraction for t in trials],
+                on_trial_done=on_trial_done,
+            )
+            # Batch order, not finish order, so that n_jobs does not change
+            # cv_results_.
+            for record, outs in records:
+                ctx.trials.append(record)
+                run.all_out.extend(outs)
+                self._report_trial(ctx, record, progress)
+
+        self._ctx = ctx
+        try:
+            run.callbacks.begin_search()
+            self._run_search(evaluate_candidates)
+            run.callbacks.end_search()
+        finally:
+            del self._ctx
+            if progress is not None:
+                progress.close()
         if journal is not None:
             journal.finish()
+
+    def _assemble(self, run: _Run) -> BaseBayesSearchCV:
+        """cv_results_, the best trial, the refit and the fitted attributes."""
+        ctx, all_out, scorers = run.ctx, run.all_out, run.scorers
+        refit_metric = run.refit_metric
         self._warn_about_failures(ctx, all_out)
         if callable(self.scoring):
             _insert_error_scores(all_out, self.error_score)
@@ -417,13 +472,13 @@ class BaseBayesSearchCV(BaseSearchCV):
 
         if self.refit:
             self._refit_best(
-                base_estimator,
-                X,
-                y,
-                routed_params.estimator.fit,
-                y_stratify,
-                rs,
-                callbacks,
+                run.base_estimator,
+                run.X,
+                run.y,
+                run.routed_params.estimator.fit,
+                run.y_stratify,
+                run.rs,
+                run.callbacks,
             )
 
         if hasattr(scorers, "_scorers"):
@@ -431,7 +486,7 @@ class BaseBayesSearchCV(BaseSearchCV):
         else:
             self.scorer_ = scorers
         self.cv_results_ = results
-        callbacks.end()
+        run.callbacks.end()
         return self
 
     def _run_search(self, evaluate_candidates: Any) -> None:
