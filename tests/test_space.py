@@ -614,6 +614,9 @@ def test_sobol_no_warning_and_edge_sizes():
 
 
 def test_docstring_examples_run():
-    result = doctest.testmod(space_module, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0
-    assert result.failed == 0
+    from skbayes_search.space import dimensions, search_space
+
+    for module in (dimensions, search_space):
+        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.attempted > 0, module.__name__
+        assert result.failed == 0, module.__name__

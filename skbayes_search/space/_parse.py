@@ -1,0 +1,212 @@
+"""Turning the values of a ``search_spaces`` dict into dimensions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.stats import rv_continuous, rv_discrete
+
+from .dimensions import (
+    _DIST_EPS,
+    Categorical,
+    Dimension,
+    Integer,
+    Real,
+    _is_integral,
+    _is_number,
+    _json_number,
+    _type_name,
+)
+
+
+class _FrozenDistribution(Dimension):
+    """A scipy.stats frozen distribution sampled through its ppf.
+
+    The unit coordinate is the cumulative probability, so uniform points of
+    the cube are draws from the distribution.
+    """
+
+    def __init__(self, dist: Any) -> None:
+        self.dist = dist
+
+    def __repr__(self) -> str:
+        args = [repr(a) for a in self.dist.args]
+        args += [f"{k}={v!r}" for k, v in self.dist.kwds.items()]
+        return f"{self._name}({', '.join(args)})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.dist is other.dist or self._signature() == other._signature()
+
+    __hash__ = None
+
+    @property
+    def _name(self) -> str:
+        return getattr(self.dist.dist, "name", type(self.dist.dist).__name__)
+
+    def _checked(self, label: str) -> _FrozenDistribution:
+        out = _FrozenDistribution(self.dist)
+        out._label = label
+        out._discrete = isinstance(self.dist.dist, rv_discrete)
+        try:
+            shape = np.shape(self.dist.ppf(0.5))
+        except Exception as exc:
+            raise ValueError(f"{label}: cannot evaluate ppf of {out!r}: {exc}") from exc
+        if shape != ():
+            raise TypeError(
+                f"{label}: {out!r} must be a scalar distribution, its ppf(0.5) has "
+                f"shape {shape}"
+            )
+        probe = np.asarray(self.dist.ppf(np.array([_DIST_EPS, 0.5, 1 - _DIST_EPS])))
+        if not np.all(np.isfinite(probe)):
+            raise ValueError(
+                f"{label}: {out!r} has invalid parameters or too heavy tails "
+                f"(ppf at {_DIST_EPS}, 0.5, {1 - _DIST_EPS} gave {probe.tolist()})"
+            )
+        lo, hi = self.dist.support()
+        out._support = (float(lo), float(hi))
+        # A discrete distribution shifted by a fractional loc takes values
+        # off the integers; they stay floats then.
+        out._origin = float(probe[1])
+        out._int_values = out._discrete and bool(np.all(probe == np.round(probe)))
+        return out
+
+    @property
+    def _continuous(self) -> bool:
+        return not self._discrete
+
+    @property
+    def _cardinality(self) -> float:
+        if not self._discrete or not math.isfinite(self._support[1] - self._support[0]):
+            return math.inf
+        return len(self._enumerate())
+
+    def _enumerate(self) -> Sequence:
+        lo, hi = self._support
+        v = np.arange(lo, hi + 1)
+        v = v[self.dist.pmf(v) > 0]
+        return v.astype(np.int64).tolist() if self._int_values else v.tolist()
+
+    def _decode(self, block: np.ndarray) -> np.ndarray:
+        u = np.clip(block[:, 0], _DIST_EPS, 1 - _DIST_EPS)
+        v = np.asarray(self.dist.ppf(u), dtype=float)
+        return v.astype(np.int64) if self._int_values else v
+
+    def _encode_decoded(self, decoded: np.ndarray) -> np.ndarray:
+        v = np.asarray(decoded, dtype=float)
+        if self._discrete:
+            # Centre of the value's step of the cdf: ppf maps it back to v.
+            upper = self.dist.cdf(v)
+            lower = self.dist.cdf(v - 1)
+            u = lower + 0.5 * (upper - lower)
+            u = np.where(u > lower, u, upper)
+        else:
+            u = self.dist.cdf(v)
+        return np.clip(u, _DIST_EPS, 1 - _DIST_EPS)[:, None]
+
+    def _contains(self, value: Any) -> bool:
+        if not _is_number(value):
+            return False
+        v = float(value)
+        lo, hi = self._support
+        if not lo <= v <= hi:
+            return False
+        if self._discrete:
+            return (v - self._origin).is_integer() and self.dist.pmf(v) > 0
+        return True
+
+    def _check_values(self, values: list) -> np.ndarray:
+        for v in values:
+            if not self._contains(v):
+                raise ValueError(
+                    f"{self._label}: value {v!r} is outside the support of {self!r}"
+                )
+        return np.array(values, dtype=float)
+
+    def _signature(self) -> dict:
+        # Name every argument (shapes, loc, scale) and fill the defaults so
+        # that norm(0, 1), norm(loc=0) and norm() describe the same space.
+        gen = self.dist.dist
+        shapes = gen.shapes.replace(" ", "").split(",") if gen.shapes else []
+        names = [*shapes, "loc"] + ([] if self._discrete else ["scale"])
+        params = {"loc": 0, "scale": 1} if not self._discrete else {"loc": 0}
+        params.update(zip(names, self.dist.args))
+        params.update(self.dist.kwds)
+        return {
+            "type": "distribution",
+            "name": self._name,
+            "params": {k: _json_number(v) for k, v in sorted(params.items())},
+        }
+
+
+def _is_frozen_distribution(value: Any) -> bool:
+    return all(
+        callable(getattr(value, attr, None))
+        for attr in ("ppf", "cdf", "rvs", "support")
+    ) and hasattr(value, "dist")
+
+
+def _from_distribution(dist: Any, label: str) -> Dimension:
+    """Map a frozen distribution to the equivalent dimension where one exists."""
+    checked = _FrozenDistribution(dist)._checked(label)
+    name = checked._name
+    lo, hi = checked._support
+    if name == "uniform":
+        return Real(lo, hi)._checked(label)
+    if name == "randint":
+        if lo == hi:  # randint(a, a + 1) always gives a
+            return Categorical([int(lo)])._checked(label)
+        return Integer(int(lo), int(hi))._checked(label)
+    if name in ("loguniform", "reciprocal") and lo > 0:
+        # A loc shift breaks log-uniformity: then keep the ppf route.
+        q = np.array([0.25, 0.5, 0.75])
+        expected = np.exp(np.log(lo) + q * (np.log(hi) - np.log(lo)))
+        if np.allclose(dist.ppf(q), expected, rtol=1e-9, atol=0.0):
+            return Real(lo, hi, "log-uniform")._checked(label)
+    return checked
+
+
+def _is_range_shorthand(value: tuple) -> bool:
+    return (
+        len(value) in (2, 3)
+        and _is_number(value[0])
+        and _is_number(value[1])
+        and (len(value) == 2 or isinstance(value[2], str))
+    )
+
+
+def _parse_value(value: Any, label: str) -> Dimension:
+    """Turn one search-space value into a validated dimension copy."""
+    if isinstance(value, Dimension):
+        return value._checked(label)
+    if isinstance(value, (rv_continuous, rv_discrete)):
+        # An unfrozen distribution without shape parameters, e.g. stats.norm.
+        if value.numargs:
+            raise TypeError(
+                f"{label}: the distribution {value.name!r} needs its shape "
+                f"parameters; pass a frozen distribution, e.g. {value.name}(...)"
+            )
+        return _from_distribution(value(), label)
+    if _is_frozen_distribution(value):
+        return _from_distribution(value, label)
+    if hasattr(value, "rvs"):
+        raise TypeError(
+            f"{label}: {_type_name(value)} has rvs but no ppf/cdf, so it cannot be "
+            "mapped to the unit cube; use Real, Integer, Categorical or a "
+            "scipy.stats frozen distribution"
+        )
+    if isinstance(value, tuple) and _is_range_shorthand(value):
+        prior = value[2] if len(value) == 3 else "uniform"
+        kind = Integer if _is_integral(value[0]) and _is_integral(value[1]) else Real
+        return kind(value[0], value[1], prior)._checked(label)
+    if isinstance(value, (list, tuple, range, np.ndarray)):
+        return Categorical(value)._checked(label)
+    raise TypeError(
+        f"{label}: expected Real, Integer, Categorical, a list of values, a "
+        f"(low, high[, prior]) tuple or a scipy.stats distribution, got "
+        f"{value!r} ({_type_name(value)})"
+    )

@@ -1,0 +1,493 @@
+"""The search space: sub-spaces, the unit cube and sampling."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from .._numerics import sobol_points
+from ._parse import _parse_value
+from .dimensions import (
+    _INACTIVE,
+    _MAX_EXACT_UNION,
+    Dimension,
+    Integer,
+    _is_integral,
+    _type_name,
+)
+
+__all__ = ["SearchSpace"]
+
+
+class _Block:
+    """One sub-space: its parameters and their column slices."""
+
+    def __init__(self, names: list[str], dims: list[Dimension], start: int) -> None:
+        self.names = names
+        self.dims = dims
+        self.slices = []
+        for dim in dims:
+            self.slices.append(slice(start, start + dim._width))
+            start += dim._width
+        self.stop = start
+        self.keys = frozenset(names)
+        # Set when an earlier sub-space has the same names, so decoded
+        # parameters may belong to it too (see SearchSpace._resolve).
+        self.ambiguous = False
+
+
+def _common_count(dims: list[Dimension]) -> int:
+    """Number of values every one of the (finite) dimensions holds."""
+    if all(type(d) is Integer for d in dims):
+        return max(0, min(d.high for d in dims) - max(d.low for d in dims) + 1)
+    smallest = min(dims, key=lambda d: d._cardinality)
+    others = [d for d in dims if d is not smallest]
+    return sum(all(o._contains(v) for o in others) for v in smallest._enumerate())
+
+
+def _union_size(blocks: list[_Block]) -> int:
+    """Points in the union of finite sub-spaces with the same names.
+
+    Inclusion-exclusion: an intersection of sub-spaces is the product over
+    names of the values common to all their dimensions.
+    """
+    names = blocks[0].names
+    dims = [dict(zip(b.names, b.dims)) for b in blocks]
+    total = 0
+    for r in range(1, len(blocks) + 1):
+        for subset in itertools.combinations(dims, r):
+            common = math.prod(_common_count([d[n] for d in subset]) for n in names)
+            total += common if r % 2 else -common
+    return total
+
+
+class SearchSpace:
+    """The parsed search space of a search and its unit-cube encoding.
+
+    Built by the searches at the start of ``fit``; this is where the search
+    space is validated. See the module docstring for the encoding.
+
+    Parameters
+    ----------
+    search_spaces : dict or list of dict
+        Maps parameter names (nested ``step__param`` names included) to
+
+        - a :class:`Real`, :class:`Integer` or :class:`Categorical`;
+        - a list (or 1-D array, or a tuple that is not a range shorthand) of
+          values: a categorical, so a ``GridSearchCV`` ``param_grid`` works
+          unchanged;
+        - a ``scipy.stats`` frozen distribution, so a ``RandomizedSearchCV``
+          ``param_distributions`` works unchanged: ``loguniform(a, b)`` (or
+          ``reciprocal``) becomes ``Real(a, b, "log-uniform")``,
+          ``uniform(loc, scale)`` becomes ``Real(loc, loc + scale)``,
+          ``randint(a, b)`` becomes ``Integer(a, b - 1)``; any other
+          distribution is sampled through its ``ppf``;
+        - a ``(low, high)`` or ``(low, high, prior)`` tuple: an
+          :class:`Integer` when both bounds are integers, else a :class:`Real`.
+
+        A list of dicts is a conditional space: each point belongs to exactly
+        one of the dicts and carries only that dict's parameters.
+    estimator_params : set of str, default=None
+        Valid parameter names (``estimator.get_params().keys()``); unknown
+        names raise ``ValueError``. ``None`` skips the check.
+
+    Attributes
+    ----------
+    n_dims : int
+        Width of the unit-cube encoding.
+    names : list of str
+        All parameter names, in order of first appearance across sub-spaces.
+    subspaces : list of dict
+        The validated dimension of every parameter, one dict per sub-space
+        (copies: the user's objects are never modified).
+
+    Examples
+    --------
+    >>> from scipy.stats import loguniform
+    >>> from skbayes_search.space import Integer, SearchSpace
+    >>> space = SearchSpace({
+    ...     "C": loguniform(1e-2, 1e2),
+    ...     "degree": Integer(2, 4),
+    ...     "kernel": ["poly", "rbf"],
+    ... })
+    >>> space.names
+    ['C', 'degree', 'kernel']
+    >>> space.n_dims
+    4
+    >>> space.subspaces[0]["C"]
+    Real(low=0.01, high=100.0, prior='log-uniform')
+    >>> space.to_unit([{"C": 0.01, "degree": 3, "kernel": "rbf"}])
+    array([[0. , 0.5, 0. , 1. ]])
+    >>> space.from_unit(space.default_point()[None, :])[0]["degree"]
+    3
+    """
+
+    def __init__(
+        self,
+        search_spaces: Mapping | Sequence[Mapping],
+        estimator_params: set[str] | None = None,
+    ) -> None:
+        self.search_spaces = search_spaces
+        self.estimator_params = estimator_params
+        if isinstance(search_spaces, Mapping):
+            parts = [("search_spaces", search_spaces)]
+        elif isinstance(search_spaces, (list, tuple)):
+            if not search_spaces:
+                raise ValueError("search_spaces must not be empty, got []")
+            parts = []
+            for i, part in enumerate(search_spaces):
+                if not isinstance(part, Mapping):
+                    raise TypeError(
+                        f"search_spaces[{i}] must be a dict of parameter names to "
+                        f"dimensions, got {part!r} ({_type_name(part)})"
+                    )
+                parts.append((f"search_spaces[{i}]", part))
+        else:
+            raise TypeError(
+                "search_spaces must be a dict or a list of dicts, got "
+                f"{search_spaces!r} ({_type_name(search_spaces)})"
+            )
+
+        parsed = []
+        for label, part in parts:
+            dims = {}
+            for name, value in part.items():
+                if not isinstance(name, str):
+                    raise TypeError(
+                        f"{label}: parameter names must be strings, got {name!r}"
+                    )
+                dims[name] = _parse_value(value, f"{label}[{name!r}]")
+            parsed.append(dims)
+
+        names: list[str] = []
+        for dims in parsed:
+            names.extend(n for n in dims if n not in names)
+        if not names:
+            raise ValueError(
+                "search_spaces must define at least one parameter, got "
+                f"{search_spaces!r}"
+            )
+        if estimator_params is not None:
+            unknown = [n for n in names if n not in estimator_params]
+            if unknown:
+                raise ValueError(
+                    f"search_spaces: invalid parameter(s) {unknown!r} for the "
+                    f"estimator; valid parameters are {sorted(estimator_params)!r}"
+                )
+
+        self.names = names
+        self.subspaces = parsed
+        self._n_sel = len(parsed) if len(parsed) > 1 else 0
+        self._blocks: list[_Block] = []
+        start = self._n_sel
+        for dims in parsed:
+            block = _Block(list(dims), list(dims.values()), start)
+            block.ambiguous = any(b.keys == block.keys for b in self._blocks)
+            self._blocks.append(block)
+            start = block.stop
+        self.n_dims = start
+        self._by_keys: dict[frozenset, list[int]] = {}
+        for j, block in enumerate(self._blocks):
+            self._by_keys.setdefault(block.keys, []).append(j)
+        # Sampler coordinates: one picks the sub-space, then one per free
+        # parameter of the widest sub-space.
+        self._n_sample = (1 if self._n_sel else 0) + max(
+            sum(d._n_sample_dims for d in b.dims) for b in self._blocks
+        )
+
+    def __repr__(self) -> str:
+        shown = self.subspaces[0] if len(self.subspaces) == 1 else self.subspaces
+        return f"SearchSpace({shown!r})"
+
+    @property
+    def is_conditional(self) -> bool:
+        """Whether the space has several sub-spaces (a list of dicts)."""
+        return bool(self._n_sel)
+
+    @property
+    def continuous_mask(self) -> np.ndarray:
+        """Boolean mask (n_dims,) of the columns of continuous parameters.
+
+        These are the columns a gradient-based polish may move freely; the
+        others (selector, integers, categoricals, discrete distributions)
+        change value only in steps.
+        """
+        mask = np.zeros(self.n_dims, dtype=bool)
+        for block in self._blocks:
+            for dim, sl in zip(block.dims, block.slices):
+                mask[sl] = dim._continuous
+        return mask
+
+    @property
+    def cardinality(self) -> float:
+        """Number of distinct points (parameter dicts), ``math.inf`` if unbounded.
+
+        Points that several sub-spaces of a conditional space hold are
+        counted once (they encode in the first of them).
+        """
+        total = 0
+        for group in self._by_keys.values():
+            blocks = [self._blocks[j] for j in group]
+            sizes = [math.prod(d._cardinality for d in b.dims) for b in blocks]
+            if len(blocks) == 1 or math.inf in sizes:
+                total += sum(sizes)
+            elif len(blocks) > _MAX_EXACT_UNION:
+                total += sum(sizes)  # an upper bound; rare enough
+            else:
+                total += _union_size(blocks)
+        return total
+
+    def _check_unit(self, U: Any) -> np.ndarray:
+        U = np.asarray(U, dtype=float)
+        if U.ndim != 2 or U.shape[1] != self.n_dims:
+            raise ValueError(
+                f"expected unit-cube points of shape (n, {self.n_dims}), got "
+                f"shape {U.shape}"
+            )
+        if not np.all(np.isfinite(U)):
+            raise ValueError("unit-cube points must be finite")
+        return U
+
+    def _choice(self, U: np.ndarray) -> np.ndarray:
+        if not self._n_sel:
+            return np.zeros(len(U), dtype=np.intp)
+        return np.argmax(U[:, : self._n_sel], axis=1)
+
+    def _blank(self, choice: np.ndarray) -> np.ndarray:
+        # Inactive coordinates at 0.5 and the selector one-hot.
+        out = np.full((len(choice), self.n_dims), _INACTIVE)
+        if self._n_sel:
+            out[:, : self._n_sel] = 0.0
+            out[np.arange(len(choice)), choice] = 1.0
+        return out
+
+    def _resolve(self, out: np.ndarray, choice: np.ndarray) -> np.ndarray:
+        # Parameters decoded from a sub-space that repeats an earlier one's
+        # names are encoded in the first sub-space that holds them (that is
+        # what to_unit does), so re-encode those rows through to_unit.
+        for j, block in enumerate(self._blocks):
+            if block.ambiguous:
+                rows = np.flatnonzero(choice == j)
+                if rows.size:
+                    out[rows] = self.to_unit(self.from_unit(out[rows]))
+        return out
+
+    def from_unit(self, U: np.ndarray) -> list[dict]:
+        """Decode unit-cube points into parameter dicts.
+
+        Parameters
+        ----------
+        U : array-like of shape (n, n_dims)
+            Points of the unit cube; coordinates outside ``[0, 1]`` are clipped.
+
+        Returns
+        -------
+        params : list of dict
+            One dict per row with the parameters of the row's sub-space only:
+            ``int`` for integers, ``float`` for reals and the original objects
+            for categoricals.
+        """
+        U = self._check_unit(U)
+        choice = self._choice(U)
+        out: list[dict] = [{} for _ in range(len(U))]
+        for j, block in enumerate(self._blocks):
+            rows = np.flatnonzero(choice == j)
+            if not rows.size or not block.dims:
+                continue
+            sub = U[rows]
+            columns = [
+                dim._values(dim._decode(sub[:, sl]))
+                for dim, sl in zip(block.dims, block.slices)
+            ]
+            for r, values in zip(rows.tolist(), zip(*columns)):
+                out[r] = dict(zip(block.names, values))
+        return out
+
+    def _locate(self, params: Mapping) -> int:
+        candidates = self._by_keys.get(frozenset(params))
+        if not candidates:
+            expected = " or ".join(repr(sorted(b.keys)) for b in self._blocks)
+            raise ValueError(
+                f"parameters {sorted(params)!r} do not match the search space, "
+                f"which expects exactly {expected}"
+            )
+        for j in candidates:
+            block = self._blocks[j]
+            if all(d._contains(params[n]) for n, d in zip(block.names, block.dims)):
+                return j
+        # No sub-space holds the values: encoding the first raises the
+        # precise error.
+        return candidates[0]
+
+    def to_unit(self, params_list: Sequence[Mapping]) -> np.ndarray:
+        """Encode parameter dicts as unit-cube points.
+
+        Parameters
+        ----------
+        params_list : list of dict
+            Parameters as returned by :meth:`from_unit`. A conditional space
+            encodes each dict in the first sub-space that holds all its names
+            and values.
+
+        Returns
+        -------
+        U : ndarray of shape (n, n_dims)
+            Snapped points; ``from_unit(to_unit(p)) == p``.
+
+        Raises
+        ------
+        ValueError
+            If a dict has other names than a sub-space, or a value outside its
+            dimension.
+        """
+        if isinstance(params_list, Mapping):
+            raise TypeError("to_unit expects a list of parameter dicts, got one dict")
+        params_list = list(params_list)
+        for p in params_list:
+            if not isinstance(p, Mapping):
+                raise TypeError(
+                    f"to_unit expects a list of parameter dicts, got an element "
+                    f"{p!r} ({_type_name(p)})"
+                )
+        choice = np.array([self._locate(p) for p in params_list], dtype=np.intp)
+        out = self._blank(choice)
+        for j, block in enumerate(self._blocks):
+            rows = np.flatnonzero(choice == j)
+            if not rows.size:
+                continue
+            for name, dim, sl in zip(block.names, block.dims, block.slices):
+                values = [params_list[r][name] for r in rows.tolist()]
+                encoded = dim._encode(values)
+                if dim._width:
+                    out[rows, sl] = encoded
+        return out
+
+    def snap(self, U: np.ndarray) -> np.ndarray:
+        """Move unit-cube points onto valid points, vectorised.
+
+        Equals ``to_unit(from_unit(U))``: integers go to the centre of their
+        cell, categoricals and the sub-space selector become one-hot, inactive
+        blocks 0.5, and every coordinate lands in ``[0, 1]``.
+
+        Parameters
+        ----------
+        U : array-like of shape (n, n_dims)
+
+        Returns
+        -------
+        snapped : ndarray of shape (n, n_dims)
+        """
+        U = self._check_unit(U)
+        choice = self._choice(U)
+        out = self._blank(choice)
+        for j, block in enumerate(self._blocks):
+            rows = np.flatnonzero(choice == j)
+            if not rows.size:
+                continue
+            sub = U[rows]
+            for dim, sl in zip(block.dims, block.slices):
+                if dim._width:
+                    out[rows, sl] = dim._encode_decoded(dim._decode(sub[:, sl]))
+        return self._resolve(out, choice)
+
+    def sample(
+        self,
+        n: int,
+        rng: np.random.Generator | int | None = None,
+        method: str = "sobol",
+    ) -> np.ndarray:
+        """Draw snapped points spread over the space.
+
+        Sampling happens in a space with one coordinate per free parameter
+        (plus one choosing the sub-space), so a categorical with k categories
+        costs one Sobol coordinate, not k. Each sampled coordinate is a uniform
+        draw mapped through the dimension: reals are uniform in value or log
+        value, integers and categories equally likely, other distributions
+        drawn from themselves. Sub-spaces of a conditional space are chosen
+        with equal probability (as scikit-learn's ``ParameterSampler`` does),
+        whatever their sizes.
+
+        Parameters
+        ----------
+        n : int
+            Number of points.
+        rng : numpy.random.Generator, int or None
+            Source of randomness; the Sobol scrambling seed is drawn from it.
+        method : {"sobol", "random"}, default="sobol"
+            Scrambled Sobol points (any ``n``; powers of two are best
+            balanced) or independent uniform draws.
+
+        Returns
+        -------
+        U : ndarray of shape (n, n_dims)
+        """
+        if method not in ("sobol", "random"):
+            raise ValueError(f"method must be 'sobol' or 'random', got {method!r}")
+        if not _is_integral(n) or n < 0:
+            raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        rng = np.random.default_rng(rng)
+        d = self._n_sample
+        if n == 0 or d == 0:
+            Z = np.zeros((n, d))
+        elif method == "sobol":
+            # a scrambling seed drawn from rng, so rng advances by one draw
+            seed = np.random.default_rng(int(rng.integers(2**63 - 1)))
+            Z = sobol_points(int(n), d, seed)
+        else:
+            Z = rng.random((n, d))
+        if self._n_sel:
+            m = len(self._blocks)
+            choice = np.minimum((Z[:, 0] * m).astype(np.intp), m - 1)
+            first = 1
+        else:
+            choice = np.zeros(n, dtype=np.intp)
+            first = 0
+        out = self._blank(choice)
+        for j, block in enumerate(self._blocks):
+            rows = np.flatnonzero(choice == j)
+            if not rows.size:
+                continue
+            k = first
+            for dim, sl in zip(block.dims, block.slices):
+                if dim._n_sample_dims:
+                    out[rows, sl] = dim._from_uniform(Z[rows, k])
+                    k += 1
+        return self._resolve(out, choice)
+
+    def default_point(self) -> np.ndarray:
+        """The snapped centre of the space, a fixed first point.
+
+        The centre of every real and integer range (the geometric centre for
+        log priors, the median for other distributions), the first category
+        of every categorical and the first sub-space of a conditional space.
+
+        Returns
+        -------
+        x : ndarray of shape (n_dims,)
+        """
+        return self.snap(np.full((1, self.n_dims), 0.5))[0]
+
+    def signature(self) -> list:
+        """A JSON-able description, equal for equal spaces.
+
+        One dict per sub-space mapping each parameter name (sorted) to its
+        dimension's type, bounds and prior, or categories (type-tagged;
+        categories JSON cannot hold appear as their ``repr``). The order of
+        names within a dict does not matter; the order of sub-spaces does.
+
+        Returns
+        -------
+        signature : list of dict
+        """
+        return [
+            {
+                n: d._signature()
+                for n, d in sorted(zip(b.names, b.dims), key=itemgetter(0))
+            }
+            for b in self._blocks
+        ]
