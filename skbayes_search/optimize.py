@@ -64,9 +64,9 @@ def _excluded_mask(U: np.ndarray, exclude: np.ndarray | None) -> np.ndarray:
 def _polish(func: Callable, x0: np.ndarray, maxiter: int) -> np.ndarray:
     """L-BFGS-B on [0, 1]^D; value and gradient from one vectorised func call.
 
-    The gradient is a central difference, one-sided at the faces of the box so
-    no probe leaves it. Forward differences were not accurate enough near the
-    optimum: the line search then failed after dozens of wasted evaluations.
+    The gradient is a central difference (forward differences are too coarse
+    near the optimum for the line search), one-sided at the faces of the box so
+    no probe leaves it.
     """
     D = x0.size
     eye = np.eye(D)

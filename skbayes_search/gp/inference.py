@@ -3,7 +3,7 @@
 The full hyperparameter vector is ``theta = [mean, log_amplitude,
 log_noise_var, *kernel_params]`` (see :class:`~skbayes_search.gp.model.
 GaussianProcess`), for outputs standardised to zero mean and unit variance.
-Priors (design section 3.1, in the spirit of Spearmint):
+Priors (after Spearmint; the reasoning is in ``doc/design/core.rst``):
 
 - ``mean ~ N(0, 2^2)`` truncated to ``[-10, 10]`` (broad for standardised y);
 - amplitude log-normal: ``log_amplitude ~ N(0, 1)`` truncated to ``[-10, 10]``;
@@ -11,8 +11,7 @@ Priors (design section 3.1, in the spirit of Spearmint):
   closed-form surrogate ``p(nu) ~ log(1 + 3 (0.1 / nu)^2)``; we sample
   ``log nu``, so the Jacobian ``nu`` is included; truncated to
   ``nu in [1e-6, e^2]`` (the floor keeps near-duplicate inputs well
-  conditioned; outputs are standardised, so it is 0.1 % of their spread in
-  standard deviation);
+  conditioned);
 - kernel parameters: whatever ``kernel.log_prior`` says (Matern52: top-hat
   on the log length scales).
 """
@@ -373,9 +372,8 @@ def _fit_map(
     starts = [initial_hyper(kernel) if theta0 is None else np.asarray(theta0, float)]
     starts += [sample_hyperprior(kernel, rng) for _ in range(max(n_restarts, 1) - 1)]
 
-    # L-BFGS-B can stop on a point whose posterior is not finite (seen with
-    # length scales at their bound after two equal scores), so the best
-    # finite point it evaluated on the way is kept as a fallback.
+    # L-BFGS-B can stop on a point whose posterior is not finite (length
+    # scales at their bound), so the best finite point it visited is kept.
     visited: dict[str, Any] = {"theta": None, "val": -np.inf}
 
     def negative(theta: np.ndarray) -> tuple[float, np.ndarray]:

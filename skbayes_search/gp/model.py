@@ -34,8 +34,8 @@ class GaussianProcess:
     hyperparameters); Monte Carlo fantasies use this to share one Cholesky
     factor across all fantasised outcomes.
 
-    The methods do not limit BLAS threads themselves (entering a limit costs
-    about 0.1 ms); call them inside
+    The methods do not limit BLAS threads themselves (a limit per call would
+    cost more than the small solves it wraps); call them inside
     :func:`~skbayes_search._numerics.single_blas_thread` when used in a loop.
 
     Parameters

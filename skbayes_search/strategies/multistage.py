@@ -1,5 +1,5 @@
 """MultiStageBayesSearchCV: Bayesian optimisation in stages on growing subsets
-of the training data (Wang, Xu and Wang 2015)."""
+of the training data (Wang et al., EMNLP 2015)."""
 
 from __future__ import annotations
 
@@ -304,8 +304,8 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         )
 
     def _init_search(self, ctx: SearchContext) -> None:
+        # One proposer per stage, created on first use; dropped after fit.
         self._proposers: dict[int, BayesProposer] = {}
-        # Kept for stage_best_params_ (read and dropped by fit).
 
     def _proposer(self, ctx: SearchContext, stage: int) -> BayesProposer:
         """The stage's own proposer: a fresh surrogate and MCMC chain."""
