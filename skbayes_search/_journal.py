@@ -3,8 +3,11 @@ finished trial, read a killed run back so the search resumes where it stopped.""
 
 from __future__ import annotations
 
+import math
 import os
+import threading
 import uuid
+import weakref
 from typing import Any
 
 import numpy as np
@@ -16,11 +19,48 @@ from .storage import TrialStore, to_json
 FAILED_EARLIER = "The fit failed in an earlier session of this run (see the store)."
 
 
+# The TrialStore in use for each file path in this process.
+_STORES: weakref.WeakValueDictionary[str, TrialStore] = weakref.WeakValueDictionary()
+_STORES_LOCK = threading.Lock()
+
+
 def as_store(store: TrialStore | str | os.PathLike | None) -> TrialStore | None:
-    """The store a search was given: a TrialStore or a path to one."""
+    """The store a search was given: a TrialStore or a path to one.
+
+    A path gives the TrialStore already in use for that file in this process,
+    if any, so that a search and its strategy share one connection.
+    """
     if store is None or isinstance(store, TrialStore):
         return store
-    return TrialStore(store)
+    key = os.path.abspath(os.fspath(store))
+    with _STORES_LOCK:
+        found = _STORES.get(key)
+        if found is None:
+            found = _STORES[key] = TrialStore(store)
+    return found
+
+
+def trial_score(row: dict) -> float:
+    """The score a search ranked a stored trial by; nan for a failed fit.
+
+    Parameters
+    ----------
+    row : dict
+        A trial as :meth:`TrialStore.trials` returns it.
+
+    Returns
+    -------
+    float
+        The journal's ``score`` extra; for rows written without it, the mean
+        over splits of the first test metric.
+    """
+    if row["status"] == "failed":
+        return math.nan
+    score = row["extras"].get("score")
+    if score is None:
+        test = row["scores"]["test"]
+        score = np.mean(next(iter(test.values())))
+    return float(score)
 
 
 def _class_path(obj: Any) -> str:

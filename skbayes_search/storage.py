@@ -980,12 +980,77 @@ class TrialStore:
         )
         if not rows and not self._read("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
             raise ValueError(self._no_run(run_id))
-        trials = []
-        for row in rows:
-            trial = dict(zip(_TRIAL_COLUMNS, row))
-            for key in ("params", "x", "n_test_samples", "extras"):
-                trial[key] = from_json(trial[key])
-            for key in ("scores", "fit_times", "score_times"):
-                trial[key] = from_json(trial[key], null_as_nan=True)
-            trials.append(trial)
-        return trials
+        return [_decode_trial(row) for row in rows]
+
+    def finished_runs(
+        self,
+        *,
+        estimator_class: str,
+        space_signature: Any,
+        exclude: int | str | Iterable[int | str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Finished runs of one estimator class over one search space, with trials.
+
+        What a search transferring from earlier datasets reads: each run's
+        dataset meta-features and its trials' parameters and scores.
+
+        Parameters
+        ----------
+        estimator_class : str
+            Qualified class name of the searched estimator.
+        space_signature : list or dict
+            Search space (:meth:`SearchSpace.signature`); only runs over an
+            equal space are returned.
+        exclude : int, str or iterable of those, default=None
+            Run ids (int) or names (str) to leave out, e.g. the current run.
+
+        Returns
+        -------
+        runs : list of dict
+            Oldest first; the keys of :meth:`runs` plus ``trials``, the run's
+            trials as :meth:`trials` returns them.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from skbayes_search.storage import TrialStore
+        >>> store = TrialStore(os.path.join(tempfile.mkdtemp(), "runs.db"))
+        >>> run = store.open_run("done", strategy="bayes", estimator_class="SVC",
+        ...                      space_signature={"C": ["real", 0.1, 10]},
+        ...                      meta={"n_samples": 100})
+        >>> store.finish_run(run)
+        >>> [(r["name"], r["meta"], r["trials"]) for r in store.finished_runs(
+        ...     estimator_class="SVC", space_signature={"C": ["real", 0.1, 10]})]
+        [('done', {'n_samples': 100}, [])]
+        """
+        runs = self.runs(
+            estimator_class=estimator_class,
+            space_signature=space_signature,
+            finished=True,
+            exclude=exclude,
+        )
+        if not runs:
+            return []
+        ids = [run["id"] for run in runs]
+        by_run: dict[int, list[dict[str, Any]]] = {run_id: [] for run_id in ids}
+        # chunks stay below old SQLite builds' limit of 999 bound variables
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._read(
+                f"SELECT run_id, {', '.join(_TRIAL_COLUMNS)} FROM trials "
+                f"WHERE run_id IN ({', '.join('?' * len(chunk))}) "
+                "ORDER BY run_id, trial_index",
+                tuple(chunk),
+            )
+            for run_id, *row in rows:
+                by_run[run_id].append(_decode_trial(tuple(row)))
+        return [{**run, "trials": by_run[run["id"]]} for run in runs]
+
+
+def _decode_trial(row: tuple) -> dict[str, Any]:
+    trial = dict(zip(_TRIAL_COLUMNS, row))
+    for key in ("params", "x", "n_test_samples", "extras"):
+        trial[key] = from_json(trial[key])
+    for key in ("scores", "fit_times", "score_times"):
+        trial[key] = from_json(trial[key], null_as_nan=True)
+    return trial

@@ -15,6 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from threadpoolctl import threadpool_limits
 
 from skbayes_search import BayesSearchCV, Categorical, Real, TrialStore
+from skbayes_search._response_surface import estimate_location_scale
 from skbayes_search.gp import GaussianProcess
 from skbayes_search.gp.transfer_kernels import (
     DatasetKernel,
@@ -25,14 +26,7 @@ from skbayes_search.gp.transfer_kernels import (
 )
 from skbayes_search.space import SearchSpace
 from skbayes_search.storage import TRIAL_FIELDS
-from skbayes_search.strategies.transfer import (
-    PriorDataset,
-    ResponseSurface,
-    TransferBayesSearchCV,
-    estimate_location_scale,
-    replace_coordinates,
-    standardise,
-)
+from skbayes_search.strategies.transfer import TransferBayesSearchCV
 
 # ---------------------------------------------------------------------------
 # scikit-learn compatibility
@@ -157,136 +151,6 @@ def prior_store(tmp_path_factory):
             ).fit(X, y)
     TrialStore(path).close()
     return path
-
-
-# ---------------------------------------------------------------------------
-# Response surface
-# ---------------------------------------------------------------------------
-def test_standardise_matches_the_paper_estimates():
-    losses = np.array([0.3, 0.1, 0.5, 0.2])
-    y, mean, std = standardise(losses)
-    assert mean == pytest.approx(0.275)
-    # maximum-likelihood (1/t) standard deviation
-    assert std == pytest.approx(np.sqrt(np.mean((losses - 0.275) ** 2)))
-    np.testing.assert_allclose(y, (losses - mean) / std)
-    # one trial, or equal values: zero responses, no division by zero
-    y, mean, std = standardise(np.array([0.4]))
-    assert y.tolist() == [0.0] and std == 1.0
-    y, _, _ = standardise(np.array([0.4, 0.4, 0.4]))
-    assert y.tolist() == [0.0, 0.0, 0.0]
-
-
-def _prior(run_id, X, losses):
-    return PriorDataset(
-        run_id=run_id,
-        name=f"run{run_id}",
-        meta={},
-        features=np.zeros(3),
-        X=X,
-        losses=losses,
-    )
-
-
-def test_current_responses_are_restandardised_every_iteration():
-    rng = np.random.default_rng(0)
-    # two prior datasets on very different scales
-    p1 = _prior(1, rng.uniform(size=(5, 2)), 100.0 + 10.0 * rng.normal(size=5))
-    p2 = _prior(2, rng.uniform(size=(4, 2)), 0.01 * rng.normal(size=4))
-    surface = ResponseSurface([p1, p2], neighbours=[1], n_dims=2)
-    y1, _, _ = standardise(p1.losses)
-    y2, _, _ = standardise(p2.losses)
-    np.testing.assert_allclose(surface.y_prior, np.concatenate([y1, y2]))
-    # dataset index and neighbour flag columns
-    np.testing.assert_array_equal(surface.X_prior[:, 2], [1] * 5 + [2] * 4)
-    np.testing.assert_array_equal(surface.X_prior[:, 3], [0] * 5 + [1] * 4)
-
-    X_cur = rng.uniform(size=(6, 2))
-    losses = np.array([5.0, 1.0, 3.0, -2.0, 8.0, 0.5])
-    previous = None
-    for t in range(1, 7):
-        X, y, mean, std = surface.training_set(X_cur[:t], losses[:t])
-        # the prior part is untouched, the current part replaced as a whole
-        np.testing.assert_array_equal(y[:9], surface.y_prior)
-        assert mean == pytest.approx(losses[:t].mean())
-        assert std == pytest.approx(losses[:t].std() if t > 1 else 1.0)
-        np.testing.assert_allclose(y[9:], (losses[:t] - mean) / std)
-        np.testing.assert_array_equal(X[9:, :2], X_cur[:t])
-        np.testing.assert_array_equal(X[9:, 2:], np.tile([0.0, 1.0], (t, 1)))
-        if previous is not None and t > 2:
-            # earlier responses changed because the estimates changed
-            assert not np.allclose(y[9 : 9 + t - 1], previous)
-        previous = y[9:]
-        assert np.mean(y[9:]) == pytest.approx(0.0, abs=1e-12)
-
-
-def _location_scale_by_least_squares(f, m, prior_std, r, n_pseudo=2.0):
-    # the MAP of f_t = mu + sigma m_t + N(0, prior_std^2 r) with
-    # sigma ~ N(prior_std, prior_std^2 / n_pseudo) as one stacked least squares
-    noise = prior_std * np.sqrt(r)
-    A = np.vstack(
-        [np.column_stack([np.ones_like(m), m]) / noise, [0.0, np.sqrt(n_pseudo)]]
-    )
-    b = np.r_[f / noise, np.sqrt(n_pseudo)]
-    A[-1, 1] /= prior_std
-    mu, sigma = np.linalg.lstsq(A, b, rcond=None)[0]
-    return mu, sigma
-
-
-def test_location_scale_estimate_uses_the_transferred_prediction():
-    rng = np.random.default_rng(0)
-    # one trial: the prior scale, and the response equals its prediction
-    mean, std = estimate_location_scale(np.array([0.2]), np.array([-1.5]), 0.04, 0.5)
-    assert std == pytest.approx(0.04)
-    assert (0.2 - mean) / std == pytest.approx(-1.5)
-    # a good first trial is not declared average, as the moments would
-    y, _, _ = standardise(np.array([0.2]))
-    assert y[0] == 0.0
-    # the closed form is the MAP of the regression
-    for t in (2, 3, 6, 20):
-        m = rng.normal(size=t)
-        f = 0.3 + 0.05 * m + 0.01 * rng.normal(size=t)
-        got = estimate_location_scale(f, m, 0.2, 0.3)
-        np.testing.assert_allclose(
-            got, _location_scale_by_least_squares(f, m, 0.2, 0.3), rtol=1e-10
-        )
-    # the data's slope takes over from the prior scale as trials accumulate
-    errors = []
-    for t in (2, 5, 20, 200):
-        m = np.linspace(-2.0, 2.0, t)
-        mean, std = estimate_location_scale(0.3 + 0.05 * m, m, 0.2, 0.3)
-        errors.append(abs(std - 0.05))
-        assert 0.05 <= std <= 0.2
-        # the mean of the scores is not the dataset's mean when the trials
-        # sit where the prediction is good
-        mean_good, _ = estimate_location_scale(0.3 + 0.05 * m[:2], m[:2] - 1.0, 0.05, 1)
-        assert mean_good > 0.3 + 0.05 * np.mean(m[:2])
-    assert errors == sorted(errors, reverse=True) and errors[-1] < 0.01
-    # a falling slope (the transfer is wrong here) floors the scale
-    m = np.linspace(-1.0, 1.0, 30)
-    _, std = estimate_location_scale(-m, m, 0.2, 0.1)
-    assert std == pytest.approx(0.02)
-
-
-def test_training_set_with_predictions_and_without_neighbours():
-    rng = np.random.default_rng(1)
-    p1 = _prior(1, rng.uniform(size=(5, 2)), 100.0 + 10.0 * rng.normal(size=5))
-    p2 = _prior(2, rng.uniform(size=(4, 2)), 0.01 * rng.normal(size=4))
-    surface = ResponseSurface([p1, p2], neighbours=[0, 1], n_dims=2)
-    _, _, s1 = standardise(p1.losses)
-    _, _, s2 = standardise(p2.losses)
-    assert surface.prior_std == pytest.approx(np.median([s1, s2]))
-    X_cur = rng.uniform(size=(3, 2))
-    losses = np.array([0.4, 0.1, 0.3])
-    predicted = np.array([0.5, -1.0, 0.2])
-    _, y, mean, std = surface.training_set(X_cur, losses, predicted, 0.4)
-    expected = estimate_location_scale(losses, predicted, surface.prior_std, 0.4)
-    assert (mean, std) == pytest.approx(expected)
-    np.testing.assert_allclose(y[9:], (losses - mean) / std)
-    np.testing.assert_array_equal(y[:9], surface.y_prior)
-    # no neighbour to take a scale from: the paper's moment estimates
-    lonely = ResponseSurface([p1, p2], neighbours=[], n_dims=2)
-    _, y, mean, std = lonely.training_set(X_cur, losses, predicted, 0.4)
-    assert (mean, std) == pytest.approx((losses.mean(), losses.std()))
 
 
 class KeepState(TransferBayesSearchCV):
@@ -528,48 +392,6 @@ def test_mkl_predictions_use_neighbours_only():
 # ---------------------------------------------------------------------------
 # Proposals
 # ---------------------------------------------------------------------------
-def test_random_replacement_per_parameter():
-    space = SearchSpace(
-        {"a": Real(0.0, 1.0), "b": Real(1e-2, 1e2, "log-uniform"), "c": ["x", "y", "z"]}
-    )
-    rng = np.random.default_rng(0)
-    x = space.to_unit([{"a": 0.5, "b": 1.0, "c": "y"}])[0]
-    assert replace_coordinates(space, x, rng, 0.0) == (x, 0)
-    counts = []
-    for _ in range(400):
-        new, n = replace_coordinates(space, x, rng, 0.25)
-        params = space.from_unit(new[None, :])[0]
-        changed = (params["a"] != 0.5) + (params["b"] != 1.0)
-        # a categorical redraw may land on the same category
-        assert changed <= n <= changed + 1
-        np.testing.assert_array_equal(new, space.snap(new[None, :])[0])
-        counts.append(n)
-    assert np.mean(counts) / 3 == pytest.approx(0.25, abs=0.05)
-    new, n = replace_coordinates(space, x, rng, 1.0)
-    assert n == 3
-
-    # conditional space: the sub-space choice is one more coordinate
-    space = SearchSpace(
-        [
-            {"kind": ["rbf"], "C": Real(0.1, 10.0), "gamma": Real(0.1, 1.0)},
-            {"kind": ["poly"], "C": Real(0.1, 10.0), "degree": [2, 3]},
-        ]
-    )
-    x = space.to_unit([{"kind": "poly", "C": 1.0, "degree": 3}])[0]
-    kinds = []
-    for _ in range(200):
-        new, n = replace_coordinates(space, x, rng, 0.5)
-        params = space.from_unit(new[None, :])[0]
-        np.testing.assert_array_equal(new, space.to_unit([params])[0])
-        assert 0 <= n <= 4
-        kinds.append(params["kind"])
-        if params["kind"] == "poly" and n == 0:
-            assert params == {"kind": "poly", "C": 1.0, "degree": 3}
-    # rbf when the selector is redrawn onto it (0.5 * 0.5), or when "kind"
-    # is redrawn to "rbf", which only the rbf sub-space holds (0.5^3)
-    assert kinds.count("rbf") / 200 == pytest.approx(0.375, abs=0.1)
-
-
 def test_first_trial_is_the_default_point_without_history(tmp_path):
     X, y, _ = _task(np.random.default_rng(0), 30)
     search = TransferBayesSearchCV(
