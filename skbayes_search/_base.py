@@ -7,15 +7,12 @@ import math
 import numbers
 import os
 import time
-import warnings
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from joblib import Parallel, effective_n_jobs
 from sklearn.base import _fit_context, clone, is_classifier
-from sklearn.exceptions import FitFailedWarning
 from sklearn.model_selection import check_cv
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.model_selection._validation import _insert_error_scores
@@ -30,19 +27,15 @@ from sklearn.utils.validation import (
 
 from ._callbacks import SearchCallbacks
 from ._evaluate import TrialEvaluator, stratified_order, subset_size
+from ._failures import raise_if_all_failed, warn_about_failures
 from ._journal import SearchJournal, as_store
-from ._progress import progress_bar
+from ._progress import progress_bar, report_trial
 from ._trial import SearchContext, Trial, TrialRecord
 from .space import SearchSpace
 from .storage import TrialStore
 
 #: Columns every strategy adds to scikit-learn's ``cv_results_``.
 BASE_RESULT_COLUMNS = ("n_resources", "resource_fraction", "iter", "elapsed_time")
-
-# After this many trials (or the whole budget, if smaller) that all failed,
-# the estimator is taken to be misconfigured and the search stops, as
-# scikit-learn's searches do when every fit fails.
-_FAIL_FAST_TRIALS = 5
 
 
 #: The constructor parameters every strategy shares, set by the base's __init__.
@@ -409,8 +402,14 @@ class BaseBayesSearchCV(BaseSearchCV):
                 positions = journal.claim_positions(len(trials))
 
             def on_trial_done(i: int, outs: list[dict], finish: float) -> None:
-                record = self._make_record(
-                    ctx, trials[i], outs, finish, evaluator, metric
+                trial = trials[i]
+                record = TrialRecord.from_fits(
+                    trial,
+                    outs,
+                    x=ctx.space.to_unit([trial.params])[0],
+                    n_resources=evaluator.n_resources(trial.fraction),
+                    elapsed_time=finish - ctx.start_time,
+                    metric=metric,
                 )
                 # Committed the moment it finishes: a killed search loses at
                 # most the trials still running.
@@ -428,7 +427,7 @@ class BaseBayesSearchCV(BaseSearchCV):
             for record, outs in records:
                 ctx.trials.append(record)
                 run.all_out.extend(outs)
-                self._report_trial(ctx, record, progress)
+                report_trial(type(self).__name__, self.verbose, ctx, record, progress)
 
         self._ctx = ctx
         try:
@@ -446,7 +445,7 @@ class BaseBayesSearchCV(BaseSearchCV):
         """cv_results_, the best trial, the refit and the fitted attributes."""
         ctx, all_out, scorers = run.ctx, run.all_out, run.scorers
         refit_metric = run.refit_metric
-        self._warn_about_failures(ctx, all_out)
+        warn_about_failures(ctx, all_out, self.error_score)
         if callable(self.scoring):
             _insert_error_scores(all_out, self.error_score)
         results = self._format_results(
@@ -500,47 +499,15 @@ class BaseBayesSearchCV(BaseSearchCV):
             if not trials:
                 break
             evaluate_candidates(trials)
-            self._raise_if_all_failed(ctx)
+            raise_if_all_failed(ctx)
         final = self._finalize(ctx)
         if final:
             evaluate_candidates(final)
-        self._raise_if_all_failed(ctx, at_end=True)
+        raise_if_all_failed(ctx, at_end=True)
 
     # ------------------------------------------------------------------
     # recording
     # ------------------------------------------------------------------
-    def _make_record(
-        self,
-        ctx: SearchContext,
-        trial: Trial,
-        outs: list[dict],
-        finish: float,
-        evaluator: TrialEvaluator,
-        metric: str | None,
-    ) -> TrialRecord:
-        scores = []
-        for out in outs:
-            s = out["test_scores"]
-            if isinstance(s, dict):
-                s = s[metric] if metric in s else next(iter(s.values()))
-            scores.append(float(s))
-        failed = any(out["fit_error"] is not None for out in outs)
-        fit_time = float(sum(out["fit_time"] for out in outs))
-        cost = fit_time + float(sum(out["score_time"] for out in outs))
-        return TrialRecord(
-            params=trial.params,
-            x=ctx.space.to_unit([trial.params])[0],
-            fraction=float(trial.fraction),
-            n_resources=evaluator.n_resources(trial.fraction),
-            score=float(np.mean(scores)),
-            cost=cost,
-            fit_time=fit_time,
-            failed=failed,
-            iter=int(trial.iter),
-            elapsed_time=finish - ctx.start_time,
-            extras=dict(trial.extras),
-        )
-
     def _more_results(self, ctx: SearchContext) -> dict[str, list]:
         """Extra ``cv_results_`` columns (a hook: strategies may add columns
         that depend on the whole search, e.g. a final normalisation)."""
@@ -556,59 +523,6 @@ class BaseBayesSearchCV(BaseSearchCV):
         for key in keys:
             more[key] = [t.extras.get(key, np.nan) for t in ctx.trials]
         return more
-
-    def _report_trial(
-        self, ctx: SearchContext, record: TrialRecord, progress: Any = None
-    ) -> None:
-        if not self.verbose:
-            return
-        scores = ctx.scores()
-        best = np.nanmax(scores) if np.isfinite(scores).any() else np.nan
-        if progress is not None:
-            progress.set_postfix(best=f"{best:.5g}", refresh=False)
-            progress.update(1)
-            return
-        status = "failed" if record.failed else f"score={record.score:.5g}"
-        print(
-            f"[{type(self).__name__}] trial {len(ctx.trials)}/{ctx.budget} "
-            f"iter={record.iter} fraction={record.fraction:.4g} "
-            f"n_resources={record.n_resources} {status} best={best:.5g} "
-            f"elapsed={record.elapsed_time:.1f}s"
-        )
-
-    # ------------------------------------------------------------------
-    # failures
-    # ------------------------------------------------------------------
-    def _raise_if_all_failed(self, ctx: SearchContext, at_end: bool = False) -> None:
-        n = len(ctx.trials)
-        if n == 0 or not all(t.failed for t in ctx.trials):
-            return
-        if at_end or n >= min(ctx.budget, _FAIL_FAST_TRIALS):
-            raise ValueError(
-                f"All the {n} trials failed ({n * ctx.n_splits} fits). It is very "
-                "likely that your model is misconfigured. You can try to debug "
-                "the error by setting error_score='raise'."
-            )
-
-    def _warn_about_failures(self, ctx: SearchContext, all_out: list[dict]) -> None:
-        n_failed = sum(t.failed for t in ctx.trials)
-        if not n_failed:
-            return
-        errors = Counter(
-            out["fit_error"] for out in all_out if out["fit_error"] is not None
-        )
-        summary = "\n".join(
-            f"{'-' * 80}\n{count} fits failed with the following error:\n{error}"
-            for error, count in errors.items()
-        )
-        warnings.warn(
-            f"{n_failed} of {len(ctx.trials)} trials failed; their scores are set "
-            f"to error_score={self.error_score!r} and the surrogate saw them as "
-            "the worst observed score. If these failures are not expected, "
-            f"you can try to debug them by setting error_score='raise'.\n{summary}",
-            FitFailedWarning,
-            stacklevel=3,
-        )
 
     # ------------------------------------------------------------------
     # refit

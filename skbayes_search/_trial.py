@@ -52,6 +52,43 @@ class TrialRecord:
     elapsed_time: float
     extras: dict = field(default_factory=dict)
 
+    @classmethod
+    def from_fits(
+        cls,
+        trial: Trial,
+        outs: list[dict],
+        *,
+        x: np.ndarray,
+        n_resources: int,
+        elapsed_time: float,
+        metric: str | None,
+    ) -> TrialRecord:
+        """The record of ``trial`` from scikit-learn's per-split results.
+
+        ``metric`` picks the optimised score of a multi-metric scoring (the
+        first one when None or absent).
+        """
+        scores = []
+        for out in outs:
+            s = out["test_scores"]
+            if isinstance(s, dict):
+                s = s[metric] if metric in s else next(iter(s.values()))
+            scores.append(float(s))
+        fit_time = float(sum(out["fit_time"] for out in outs))
+        return cls(
+            params=trial.params,
+            x=x,
+            fraction=float(trial.fraction),
+            n_resources=n_resources,
+            score=float(np.mean(scores)),
+            cost=fit_time + float(sum(out["score_time"] for out in outs)),
+            fit_time=fit_time,
+            failed=any(out["fit_error"] is not None for out in outs),
+            iter=int(trial.iter),
+            elapsed_time=elapsed_time,
+            extras=dict(trial.extras),
+        )
+
 
 class SearchContext:
     """State of one search shared between the base and its strategy.

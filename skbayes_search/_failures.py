@@ -1,0 +1,58 @@
+"""Failed fits: the warning that counts them, the error when all fail."""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from typing import Any
+
+from sklearn.exceptions import FitFailedWarning
+
+from ._trial import SearchContext
+
+# After this many trials (or the whole budget, if smaller) that all failed,
+# the estimator is taken to be misconfigured and the search stops, as
+# scikit-learn's searches do when every fit fails.
+FAIL_FAST_TRIALS = 5
+
+
+def raise_if_all_failed(ctx: SearchContext, at_end: bool = False) -> None:
+    """Stop a search whose every trial so far failed.
+
+    Raised once ``FAIL_FAST_TRIALS`` trials (or the whole budget) have all
+    failed, or at the end of the search (``at_end``).
+    """
+    n = len(ctx.trials)
+    if n == 0 or not all(t.failed for t in ctx.trials):
+        return
+    if at_end or n >= min(ctx.budget, FAIL_FAST_TRIALS):
+        raise ValueError(
+            f"All the {n} trials failed ({n * ctx.n_splits} fits). It is very "
+            "likely that your model is misconfigured. You can try to debug "
+            "the error by setting error_score='raise'."
+        )
+
+
+def warn_about_failures(
+    ctx: SearchContext, all_out: list[dict], error_score: Any
+) -> None:
+    """One FitFailedWarning counting the failed trials and their errors."""
+    n_failed = sum(t.failed for t in ctx.trials)
+    if not n_failed:
+        return
+    errors = Counter(
+        out["fit_error"] for out in all_out if out["fit_error"] is not None
+    )
+    summary = "\n".join(
+        f"{'-' * 80}\n{count} fits failed with the following error:\n{error}"
+        for error, count in errors.items()
+    )
+    warnings.warn(
+        f"{n_failed} of {len(ctx.trials)} trials failed; their scores are set "
+        f"to error_score={error_score!r} and the surrogate saw them as "
+        "the worst observed score. If these failures are not expected, "
+        f"you can try to debug them by setting error_score='raise'.\n{summary}",
+        FitFailedWarning,
+        # user code -> fit -> _fit -> _assemble -> here
+        stacklevel=4,
+    )
