@@ -81,8 +81,6 @@ local file system (not NFS).
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import random
 import sqlite3
@@ -93,353 +91,33 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["TrialStore", "from_json", "to_json"]
+from ._store_format import (
+    RUN_COLUMNS,
+    RUNS_SQL,
+    SCHEMA_VERSION,
+    SQLITE_HEADER,
+    TRIAL_COLUMNS,
+    TRIAL_FIELDS,
+    canonical,
+    check_mapping,
+    check_str,
+    create_schema,
+    decode_trial,
+    encode_trial,
+    from_json,
+    is_busy,
+    schema_state,
+    to_json,
+)
 
-APPLICATION_ID = 0x534B4253  # "SKBS"
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "TRIAL_FIELDS", "TrialStore", "from_json", "to_json"]
 
 # Seconds one SQLite call waits for another writer, then attempts of the whole
 # transaction; together about a minute before giving up.
 _BUSY_TIMEOUT = 10.0
 _N_ATTEMPTS = 6
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
-_FLOAT_TAG = "$float"
-_TUPLE_TAG = "$tuple"
-
-_SCHEMA = """
-CREATE TABLE runs (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    strategy TEXT NOT NULL,
-    estimator_class TEXT NOT NULL,
-    space_signature TEXT NOT NULL,
-    meta TEXT NOT NULL,
-    settings TEXT NOT NULL,
-    created REAL NOT NULL,
-    finished REAL,
-    status TEXT NOT NULL CHECK (status IN ('running', 'finished'))
-);
-CREATE TABLE trials (
-    run_id INTEGER NOT NULL REFERENCES runs (id),
-    trial_index INTEGER NOT NULL CHECK (trial_index >= 0),
-    params TEXT NOT NULL,
-    x TEXT NOT NULL,
-    fraction REAL NOT NULL CHECK (fraction > 0 AND fraction <= 1),
-    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
-    scores TEXT NOT NULL,
-    fit_times TEXT NOT NULL,
-    score_times TEXT NOT NULL,
-    n_test_samples TEXT NOT NULL,
-    extras TEXT NOT NULL,
-    created REAL NOT NULL,
-    PRIMARY KEY (run_id, trial_index)
-);
-"""
-
-_TRIAL_REQUIRED = (
-    "params",
-    "x",
-    "fraction",
-    "status",
-    "scores",
-    "fit_times",
-    "score_times",
-    "n_test_samples",
-)
-_TRIAL_OPTIONAL = ("extras",)
-#: Keys of a trial record as :meth:`TrialStore.add_trial` takes it (a stored
-#: trial from :meth:`TrialStore.trials` has these plus its index and time).
-TRIAL_FIELDS = (*_TRIAL_REQUIRED, *_TRIAL_OPTIONAL)
-_TRIAL_COLUMNS = ("trial_index", *TRIAL_FIELDS, "created")
-_RUN_COLUMNS = (
-    "id",
-    "name",
-    "strategy",
-    "estimator_class",
-    "space_signature",
-    "meta",
-    "settings",
-    "created",
-    "finished",
-    "status",
-)
-_RUNS_SQL = (
-    f"SELECT {', '.join(_RUN_COLUMNS)}, "
-    "(SELECT COUNT(*) FROM trials WHERE trials.run_id = runs.id) AS n_trials FROM runs"
-)
-
 _T = TypeVar("_T")
-
-
-# --------------------------------------------------------------------------- JSON
-
-
-def _jsonable(
-    value: Any, where: str, nan_as_null: bool, tag_tuples: bool = True
-) -> Any:
-    """Return ``value`` as plain JSON types; ``where`` locates it for errors."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        if math.isfinite(value):
-            return value
-        if nan_as_null and math.isnan(value):
-            return None
-        return {_FLOAT_TAG: repr(value)}
-    if isinstance(value, np.ndarray):
-        return [
-            _jsonable(item, f"{where}[{i}]", nan_as_null, tag_tuples)
-            for i, item in enumerate(value.tolist())
-        ]
-    if isinstance(value, (list, tuple)):
-        items = [
-            _jsonable(item, f"{where}[{i}]", nan_as_null, tag_tuples)
-            for i, item in enumerate(value)
-        ]
-        return {_TUPLE_TAG: items} if tag_tuples and isinstance(value, tuple) else items
-    if isinstance(value, Mapping):
-        out = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(
-                    f"{where}: key {key!r} of type {type(key).__name__} is not a "
-                    "string; JSON objects only have string keys"
-                )
-            out[str(key)] = _jsonable(
-                item, f"{where}[{key!r}]", nan_as_null, tag_tuples
-            )
-        if len(out) == 1 and next(iter(out)) in (_FLOAT_TAG, _TUPLE_TAG):
-            # Would read back as a float or tuple instead of this dict.
-            raise TypeError(
-                f"{where}: a dict whose only key is {next(iter(out))!r} is reserved "
-                "by the store's encoding"
-            )
-        return out
-    raise TypeError(
-        f"{where}: value {value!r:.80} of type {type(value).__name__} is not "
-        "JSON-serialisable; encode it first (e.g. a categorical choice by its index)"
-    )
-
-
-def _json_hook(obj: dict) -> Any:
-    if len(obj) == 1:
-        if _FLOAT_TAG in obj:
-            return float(obj[_FLOAT_TAG])
-        if _TUPLE_TAG in obj:
-            return tuple(obj[_TUPLE_TAG])
-    return obj
-
-
-def to_json(value: Any, field: str = "value", *, nan_as_null: bool = False) -> str:
-    """Encode ``value`` as JSON text, accepting numpy scalars and arrays.
-
-    Parameters
-    ----------
-    value : object
-        ``None``, bool, int, float, str, numpy scalars and arrays, and lists,
-        tuples and string-keyed mappings of those.
-    field : str, default="value"
-        Name used in error messages.
-    nan_as_null : bool, default=False
-        Write NaN as ``null`` (for lists known to hold numbers, see
-        :func:`from_json`) instead of ``{"$float": "nan"}``.
-
-    Returns
-    -------
-    text : str
-        Compact JSON; infinities are written as ``{"$float": "inf"}`` and tuples as
-        ``{"$tuple": [...]}``.
-
-    Raises
-    ------
-    TypeError
-        If ``value`` holds anything else, naming ``field`` and where in it.
-    """
-    plain = _jsonable(value, field, nan_as_null)
-    return json.dumps(plain, allow_nan=False, separators=(",", ":"))
-
-
-def from_json(text: str, *, null_as_nan: bool = False) -> Any:
-    """Decode JSON text written by :func:`to_json`.
-
-    Parameters
-    ----------
-    text : str
-        JSON text.
-    null_as_nan : bool, default=False
-        Read ``null`` list items as ``nan`` (the counterpart of
-        ``to_json(..., nan_as_null=True)``).
-
-    Returns
-    -------
-    value : object
-        Plain Python values; tagged floats and tuples are restored.
-    """
-    value = json.loads(text, object_hook=_json_hook)
-    return _null_to_nan(value) if null_as_nan else value
-
-
-def _null_to_nan(value: Any) -> Any:
-    if value is None:
-        return math.nan
-    if isinstance(value, list):
-        return [_null_to_nan(item) for item in value]
-    if isinstance(value, dict):
-        # Dict values that are null are absent sections (e.g. "train"), not numbers.
-        return {k: v if v is None else _null_to_nan(v) for k, v in value.items()}
-    return value
-
-
-def _canonical(value: Any, field: str) -> str:
-    """JSON with sorted keys and tuples as lists: equal signatures, equal text."""
-    plain = _jsonable(value, field, nan_as_null=False, tag_tuples=False)
-    return json.dumps(plain, allow_nan=False, separators=(",", ":"), sort_keys=True)
-
-
-# ------------------------------------------------------------------ validation
-
-
-def _check_str(value: Any, field: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{field} must be a str, got {type(value).__name__}")
-    if not value:
-        raise ValueError(f"{field} must not be empty")
-    return value
-
-
-def _check_mapping(value: Any, field: str) -> Mapping:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{field} must be a dict or None, got {type(value).__name__}")
-    return value
-
-
-def _per_split(value: Any, field: str, kind: str) -> np.ndarray:
-    """Validate a non-empty 1-D sequence of numbers (``kind`` "f" or "i")."""
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{field} must be a 1-D sequence of numbers, got {value!r:.80}"
-        ) from None
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(
-            f"{field} must be a non-empty 1-D sequence of numbers, "
-            f"got shape {arr.shape}"
-        )
-    if kind == "i":
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            raise ValueError(f"{field} must hold integers, got {value!r:.80}")
-        return arr.astype(np.int64)
-    return arr
-
-
-def _encode_trial(record: Any) -> dict[str, Any]:
-    """Validate a trial record and return its columns as SQL values."""
-    if not isinstance(record, Mapping):
-        raise TypeError(f"record must be a dict, got {type(record).__name__}")
-    missing = [k for k in _TRIAL_REQUIRED if k not in record]
-    unknown = sorted(str(k) for k in record if k not in TRIAL_FIELDS)
-    if missing or unknown:
-        raise ValueError(
-            f"invalid trial record: missing keys {missing}, unknown keys {unknown}; "
-            f"expected {list(_TRIAL_REQUIRED)} and optionally {list(_TRIAL_OPTIONAL)}"
-        )
-
-    params = record["params"]
-    if not isinstance(params, Mapping):
-        raise TypeError(f"params must be a dict, got {type(params).__name__}")
-
-    x = _per_split(record["x"], "x", "f")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"x must be finite, got {x.tolist()}")
-
-    fraction = record["fraction"]
-    if (
-        isinstance(fraction, (bool, np.bool_))
-        or not isinstance(fraction, (int, float, np.integer, np.floating))
-        or not 0.0 < float(fraction) <= 1.0
-    ):
-        raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
-
-    status = record["status"]
-    if status not in ("ok", "failed"):
-        raise ValueError(f"status must be 'ok' or 'failed', got {status!r}")
-
-    fit_times = _per_split(record["fit_times"], "fit_times", "f")
-    n_splits = fit_times.size
-    per_split = {
-        "fit_times": fit_times,
-        "score_times": _per_split(record["score_times"], "score_times", "f"),
-        "n_test_samples": _per_split(record["n_test_samples"], "n_test_samples", "i"),
-    }
-
-    scores = record["scores"]
-    if not isinstance(scores, Mapping) or "test" not in scores:
-        raise ValueError(
-            'scores must be a dict {"test": {metric: [per split]}, '
-            f'"train": {{...}} or None}}, got {scores!r:.80}'
-        )
-    unknown = sorted(str(k) for k in scores if k not in ("test", "train"))
-    if unknown:
-        raise ValueError(
-            f'scores has unknown keys {unknown}; expected "test" and optionally "train"'
-        )
-    clean_scores: dict[str, dict[str, np.ndarray] | None] = {"train": None}
-    for part in ("test", "train"):
-        metrics = scores.get(part)
-        if part == "train" and metrics is None:
-            continue
-        if not isinstance(metrics, Mapping) or not metrics:
-            raise ValueError(
-                f'scores["{part}"] must be a non-empty dict {{metric: [per split]}}'
-                f", got {metrics!r:.80}"
-            )
-        clean_scores[part] = {}
-        for metric, values in metrics.items():
-            if not isinstance(metric, str):
-                raise TypeError(f'scores["{part}"] keys must be str, got {metric!r}')
-            where = f'scores["{part}"][{metric!r}]'
-            clean_scores[part][metric] = per_split[where] = _per_split(
-                values, where, "f"
-            )
-
-    lengths = {name: arr.size for name, arr in per_split.items()}
-    if len(set(lengths.values())) != 1:
-        raise ValueError(
-            f"per-split lists differ in length ({n_splits} splits in fit_times): "
-            f"{lengths}"
-        )
-
-    extras = _check_mapping(record.get("extras"), "extras")
-    return {
-        "params": to_json(params, "params"),
-        "x": to_json(x, "x"),
-        "fraction": float(fraction),
-        "status": status,
-        "scores": to_json(clean_scores, "scores", nan_as_null=True),
-        "fit_times": to_json(fit_times, "fit_times", nan_as_null=True),
-        "score_times": to_json(
-            per_split["score_times"], "score_times", nan_as_null=True
-        ),
-        "n_test_samples": to_json(per_split["n_test_samples"], "n_test_samples"),
-        "extras": to_json(extras, "extras"),
-    }
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    message = str(exc).lower()
-    return "locked" in message or "busy" in message
 
 
 # ----------------------------------------------------------------------- store
@@ -549,7 +227,7 @@ class TrialStore:
             try:
                 return work()
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
+                if not is_busy(exc):
                     raise
             # Jitter so that waiting writers do not collide again in step.
             time.sleep(random.uniform(0.05, 0.2) * 2**attempt)
@@ -575,8 +253,8 @@ class TrialStore:
             )
         if os.path.isfile(path) and os.path.getsize(path) > 0:
             with open(path, "rb") as f:
-                header = f.read(len(_SQLITE_HEADER))
-            if header != _SQLITE_HEADER:
+                header = f.read(len(SQLITE_HEADER))
+            if header != SQLITE_HEADER:
                 raise ValueError(
                     f"{os.fspath(self.path)!r} is not an SQLite database; expected a "
                     "skbayes_search TrialStore file or a path for a new one"
@@ -600,71 +278,10 @@ class TrialStore:
 
     def _schema_state(self, conn: sqlite3.Connection) -> str:
         """Return "store" or "empty", raise ValueError for anything else."""
-        # The three reads must see one snapshot: read one by one, they can
-        # straddle another process's creation of the schema and see tables
-        # without the application id (a new store mistaken for a foreign one).
-        own_snapshot = not conn.in_transaction
-        try:
-            if own_snapshot:
-                conn.execute("BEGIN")
-            try:
-                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                tables = [
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT name FROM sqlite_master ORDER BY name"
-                    ).fetchall()
-                ]
-            finally:
-                if own_snapshot and conn.in_transaction:
-                    conn.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
-                raise
-            raise ValueError(
-                f"{os.fspath(self.path)!r} is not a readable SQLite database ({exc}); "
-                "expected a skbayes_search TrialStore file"
-            ) from exc
-        if app_id == 0 and version == 0 and not tables:
-            return "empty"
-        if app_id != APPLICATION_ID:
-            raise ValueError(
-                f"{os.fspath(self.path)!r} is an SQLite database of another program "
-                f"(application_id={app_id}, tables {tables[:5]}); expected a "
-                "skbayes_search TrialStore file"
-            )
-        if version > SCHEMA_VERSION:
-            raise ValueError(
-                f"{os.fspath(self.path)!r} is a skbayes_search TrialStore of schema "
-                f"version {version}, written by a newer skbayes_search; this version "
-                f"reads schema version {SCHEMA_VERSION}. Upgrade skbayes_search."
-            )
-        if version < SCHEMA_VERSION or not {"runs", "trials"} <= set(tables):
-            raise ValueError(
-                f"{os.fspath(self.path)!r} is a damaged skbayes_search TrialStore "
-                f"(schema version {version}, tables {tables}); expected schema "
-                f"version {SCHEMA_VERSION} with tables 'runs' and 'trials'"
-            )
-        return "store"
+        return schema_state(conn, self.path)
 
     def _check_schema(self, conn: sqlite3.Connection) -> None:
-        # A read-only look first, so that a foreign file is not even locked.
-        if self._schema_state(conn) == "store":
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Another process may have created the schema while we waited.
-            if self._schema_state(conn) == "empty":
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.rollback()
-            raise
+        create_schema(conn, self.path)
 
     def _write(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``work`` in one immediate transaction, retrying while locked."""
@@ -740,12 +357,12 @@ class TrialStore:
         that an interrupted resume does not pass for a finished run. Its ``meta``
         and ``settings`` are kept as first stored.
         """
-        _check_str(name, "name")
-        _check_str(strategy, "strategy")
-        _check_str(estimator_class, "estimator_class")
-        signature = _canonical(space_signature, "space_signature")
-        meta_json = to_json(dict(_check_mapping(meta, "meta")), "meta")
-        settings_json = to_json(dict(_check_mapping(settings, "settings")), "settings")
+        check_str(name, "name")
+        check_str(strategy, "strategy")
+        check_str(estimator_class, "estimator_class")
+        signature = canonical(space_signature, "space_signature")
+        meta_json = to_json(dict(check_mapping(meta, "meta")), "meta")
+        settings_json = to_json(dict(check_mapping(settings, "settings")), "settings")
 
         def work(conn: sqlite3.Connection) -> int:
             row = conn.execute(
@@ -839,7 +456,7 @@ class TrialStore:
         run : dict
             See :meth:`runs`.
         """
-        rows = self._read(_RUNS_SQL + " WHERE id = ?", (int(run_id),))
+        rows = self._read(RUNS_SQL + " WHERE id = ?", (int(run_id),))
         if not rows:
             raise ValueError(self._no_run(run_id))
         return self._decode_run(rows[0])
@@ -879,7 +496,7 @@ class TrialStore:
             args.append(estimator_class)
         if space_signature is not None:
             where.append("space_signature = ?")
-            args.append(_canonical(space_signature, "space_signature"))
+            args.append(canonical(space_signature, "space_signature"))
         if finished is not None:
             where.append(f"finished IS {'NOT ' if finished else ''}NULL")
         if exclude is not None:
@@ -888,7 +505,7 @@ class TrialStore:
             for item in exclude:
                 where.append("name != ?" if isinstance(item, str) else "id != ?")
                 args.append(item if isinstance(item, str) else int(item))
-        sql = _RUNS_SQL
+        sql = RUNS_SQL
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id"
@@ -896,7 +513,7 @@ class TrialStore:
 
     @staticmethod
     def _decode_run(row: tuple) -> dict[str, Any]:
-        run = dict(zip((*_RUN_COLUMNS, "n_trials"), row))
+        run = dict(zip((*RUN_COLUMNS, "n_trials"), row))
         for key in ("space_signature", "meta", "settings"):
             run[key] = from_json(run[key])
         return run
@@ -933,7 +550,7 @@ class TrialStore:
         TypeError
             If a value cannot be stored as JSON; the message names the field.
         """
-        columns = _encode_trial(record)
+        columns = encode_trial(record)
         run_id = int(run_id)
 
         def work(conn: sqlite3.Connection) -> int:
@@ -974,13 +591,13 @@ class TrialStore:
         """
         run_id = int(run_id)
         rows = self._read(
-            f"SELECT {', '.join(_TRIAL_COLUMNS)} FROM trials WHERE run_id = ? "
+            f"SELECT {', '.join(TRIAL_COLUMNS)} FROM trials WHERE run_id = ? "
             "ORDER BY trial_index",
             (run_id,),
         )
         if not rows and not self._read("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
             raise ValueError(self._no_run(run_id))
-        return [_decode_trial(row) for row in rows]
+        return [decode_trial(row) for row in rows]
 
     def finished_runs(
         self,
@@ -1037,20 +654,11 @@ class TrialStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows = self._read(
-                f"SELECT run_id, {', '.join(_TRIAL_COLUMNS)} FROM trials "
+                f"SELECT run_id, {', '.join(TRIAL_COLUMNS)} FROM trials "
                 f"WHERE run_id IN ({', '.join('?' * len(chunk))}) "
                 "ORDER BY run_id, trial_index",
                 tuple(chunk),
             )
             for run_id, *row in rows:
-                by_run[run_id].append(_decode_trial(tuple(row)))
+                by_run[run_id].append(decode_trial(tuple(row)))
         return [{**run, "trials": by_run[run["id"]]} for run in runs]
-
-
-def _decode_trial(row: tuple) -> dict[str, Any]:
-    trial = dict(zip(_TRIAL_COLUMNS, row))
-    for key in ("params", "x", "n_test_samples", "extras"):
-        trial[key] = from_json(trial[key])
-    for key in ("scores", "fit_times", "score_times"):
-        trial[key] = from_json(trial[key], null_as_nan=True)
-    return trial

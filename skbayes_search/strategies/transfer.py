@@ -463,6 +463,9 @@ feature_names_in_
             return lambda U: acquisition(surface.augment(U))
 
         n_replaced: list[int] = []
+        n_candidates = _N_CANDIDATES
+        if space.cardinality <= _N_CANDIDATES // 4:
+            n_candidates = int(max(64, 4 * space.cardinality))
 
         def accept(x: np.ndarray, value: float, excluded: np.ndarray) -> np.ndarray:
             x_new, n = replace_coordinates(
@@ -483,7 +486,7 @@ feature_names_in_
             seeds=seeds,
             exclude=X_cur,
             accept=accept,
-            n_candidates=_n_candidates(space),
+            n_candidates=n_candidates,
         )
         stats = {"dataset_score_mean": -mean, "dataset_score_std": std}
         extras = [
@@ -492,8 +495,3 @@ feature_names_in_
         ]
         return U, extras
 
-
-def _n_candidates(space: Any) -> int:
-    if space.cardinality > _N_CANDIDATES // 4:
-        return _N_CANDIDATES
-    return int(max(64, 4 * space.cardinality))
