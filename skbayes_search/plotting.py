@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .strategies.tradeoff import pareto_front
+from .analysis import pareto_front
 
 
 def _axes(ax: Any) -> Any:

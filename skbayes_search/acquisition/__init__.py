@@ -8,6 +8,7 @@
 """
 
 from .analytic import ACQUISITIONS, lcb, log_ei, log_h, log_pi, make_acquisition
+from .tradeoff import make_tradeoff_acquisition
 
 __all__ = [
     "ACQUISITIONS",
@@ -16,4 +17,5 @@ __all__ = [
     "log_h",
     "log_pi",
     "make_acquisition",
+    "make_tradeoff_acquisition",
 ]

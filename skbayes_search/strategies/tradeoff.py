@@ -1,17 +1,10 @@
 """TradeoffBayesSearchCV: choose a model for accuracy and training time together.
 
-Bayesian optimisation of the accuracy/efficiency trade-off of paper 003,
-``T_alpha = L - alpha * o``, over the estimator's hyperparameters *and* the
-share of the training set, with two independent GPs (one on the score ``L``,
-one on the log training seconds behind the normalised time ``o``). The
-acquisition is the expected improvement of ``T`` itself,
-``EI_T = E[max(L - alpha * o - T*, 0)]`` over the best finished trade-off
-``T*``: closed form in ``L`` given the time, and Gauss-Hermite quadrature
-over the log-normal ``o``, so exact up to quadrature error. The paper's eq. 2,
-``a_L - alpha * a_o``, is its independence approximation of this quantity;
-the linear split is exact only for the expectation without the ``max``.
-Two literal readings of eq. 2-3 were measured and rejected (see the Notes of
-:class:`TradeoffBayesSearchCV`).
+Bayesian optimisation of paper 003's trade-off ``T_alpha = L - alpha * o``
+over the estimator's hyperparameters and the share of the training set. The
+objective and Pareto analysis live in :mod:`skbayes_search.analysis`, the
+acquisition in :mod:`skbayes_search.acquisition.tradeoff`; the design and its
+departures from the paper in ``doc/design/tradeoff.rst``.
 """
 
 from __future__ import annotations
@@ -21,477 +14,34 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numpy.polynomial.hermite_e import hermegauss
-from scipy.special import logsumexp
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
 from .._base import BaseBayesSearchCV, shared_params
+from .._numerics import single_blas_thread
 from .._trial import SearchContext, Trial
-from ..acquisition import log_ei
+from .._validation import check_fractions
+from ..acquisition.tradeoff import make_tradeoff_acquisition
+from ..analysis import (
+    normalize_times,
+    objective_parts,
+    results_pareto_front,
+    scale_scores,
+    time_scale,
+    tradeoff_index,
+)
 from ..gp import GPSurrogate
-from ..optimize import maximize
+from ..optimize import propose_batch
 
-__all__ = ["TradeoffBayesSearchCV", "pareto_front", "tradeoff_curve"]
+__all__ = ["TradeoffBayesSearchCV"]
 
-# Training times are floored before taking logs: timer resolution and
-# sub-millisecond fits would otherwise give the time GP arbitrary outliers.
+# Training times are floored before taking logs, so timer resolution and
+# sub-millisecond fits do not give the time GP arbitrary outliers.
 _MIN_SECONDS = 1e-4
-# Joint fantasies per hyperparameter sample for the 2nd.. point of a batch.
-_N_FANTASIES = 4
-# Gauss-Hermite nodes of the expectation over the log time (see
-# _log_ei_tradeoff for the accuracy this buys).
-_N_NODES = 20
-# Cap on the log normalised time at a node: an absurd prediction then gives a
-# huge but finite negative log EI instead of -inf (or an overflowing u^2).
-_LOG_TIME_CAP = 50.0
-# Quadrature terms evaluated at once (bounds the temporaries of log_ei).
-_CHUNK_TERMS = 1 << 19
 # Best trials (by the current trade-off) whose neighbourhoods the optimiser
 # searches besides its Sobol candidates.
 _N_SEEDS = 5
 
 
-# ----------------------------------------------------------------------------
-# The trade-off objective
-# ----------------------------------------------------------------------------
-def _scale_scores(scores: np.ndarray) -> np.ndarray:
-    """The effectiveness ``L`` of each trial, in [0, 1].
-
-    Scores already in [0, 1] (accuracy, balanced accuracy, ROC AUC, F1, ...:
-    the paper's setting) are used as they are, so ``alpha`` keeps one meaning
-    whatever was observed. When some finite score lies outside [0, 1] (e.g.
-    ``neg_log_loss``, ``neg_mean_squared_error``, a negative R^2), scores are
-    min-max scaled over the finite observed scores, so that ``alpha`` weighs
-    the whole observed score range against the normalised time. nan (failed
-    trials) stays nan.
-    """
-    scores = np.asarray(scores, dtype=float)
-    finite = np.isfinite(scores)
-    if not finite.any():
-        return scores.copy()
-    lo, hi = scores[finite].min(), scores[finite].max()
-    if lo >= 0.0 and hi <= 1.0:
-        return scores.copy()
-    if hi - lo <= 0.0:
-        return np.where(finite, 1.0, np.nan)
-    return (scores - lo) / (hi - lo)
-
-
-def _time_scale(times: np.ndarray, time_normalization: str | float) -> float:
-    """Seconds that map to ``o = 1``."""
-    if time_normalization == "max":
-        finite = np.isfinite(times)
-        return float(times[finite].max()) if finite.any() else 1.0
-    return float(time_normalization)
-
-
-def _normalize_times(times: np.ndarray, time_normalization: str | float) -> np.ndarray:
-    """Training time ``o`` of each trial (``nan`` for failed trials)."""
-    times = np.asarray(times, dtype=float)
-    scale = _time_scale(times, time_normalization)
-    if not scale > 0.0:
-        return np.where(np.isfinite(times), 0.0, np.nan)
-    return times / scale
-
-
-def _tradeoff_index(L: np.ndarray, o: np.ndarray, alpha: float) -> int:
-    """Row maximising ``L - alpha * o``; -1 when no trial succeeded.
-
-    Ties (frequent for accuracy on small validation sets) go to the faster
-    trial, then to the earlier one.
-    """
-    T = L - alpha * o
-    rows = np.flatnonzero(np.isfinite(T))
-    if not rows.size:
-        return -1
-    order = np.lexsort((rows, o[rows], -T[rows]))
-    return int(rows[order[0]])
-
-
-def pareto_front(scores: Any, times: Any) -> np.ndarray:
-    """Indices of the points not dominated in (score up, time down).
-
-    Point ``i`` is dominated when another point scores at least as well in
-    no more time and is strictly better in one of the two. Points with a
-    non-finite score or time (e.g. failed trials) are never on the front;
-    exact duplicates of a front point are all kept.
-
-    Parameters
-    ----------
-    scores : array-like of shape (n_points,)
-        Scores, higher is better (e.g. ``cv_results_["mean_test_score"]``).
-    times : array-like of shape (n_points,)
-        Times, lower is better (e.g. ``cv_results_["mean_fit_time"]``).
-
-    Returns
-    -------
-    front : ndarray of int
-        Indices of the non-dominated points, by increasing time (ties in
-        time: by index), hence by increasing score.
-
-    Examples
-    --------
-    >>> from skbayes_search.strategies.tradeoff import pareto_front
-    >>> pareto_front([0.9, 0.8, 0.85, 0.7, float("nan")], [10.0, 1.0, 12.0, 2.0, 0.1])
-    array([1, 0])
-    """
-    scores = np.asarray(scores, dtype=float)
-    times = np.asarray(times, dtype=float)
-    if scores.shape != times.shape or scores.ndim != 1:
-        raise ValueError(
-            "scores and times must be 1-d arrays of the same length, got shapes "
-            f"{scores.shape} and {times.shape}"
-        )
-    rows = np.flatnonzero(np.isfinite(scores) & np.isfinite(times))
-    rows = rows[np.lexsort((rows, -scores[rows], times[rows]))]
-    front: list[int] = []
-    best = -np.inf
-    start = 0
-    while start < rows.size:
-        stop = start
-        while stop < rows.size and times[rows[stop]] == times[rows[start]]:
-            stop += 1
-        group = rows[start:stop]
-        top = scores[group].max()
-        # rows faster than this group all scored below ``top``; within the
-        # group only the top scorers survive
-        if top > best:
-            front.extend(int(r) for r in group if scores[r] == top)
-            best = top
-        start = stop
-    return np.asarray(front, dtype=np.intp)
-
-
-def _results_pareto_front(results: dict, refit: Any) -> np.ndarray:
-    """Pareto front of a ``cv_results_`` dict (optimised score vs training time)."""
-    key = _score_key(results, refit)
-    return pareto_front(np.asarray(results[key], float), _trial_times(results, key))
-
-
-def _score_key(results: dict, refit: Any) -> str:
-    """The ``cv_results_`` key of the score the search optimised."""
-    if "mean_test_score" in results:
-        return "mean_test_score"
-    if isinstance(refit, str) and f"mean_test_{refit}" in results:
-        return f"mean_test_{refit}"
-    # a callable refit with several metrics: the search optimised the first
-    return next(k for k in results if k.startswith("mean_test_"))
-
-
-def _trial_times(results: dict, key: str) -> np.ndarray:
-    """Mean training seconds per trial, ``nan`` for failed trials."""
-    if "mean_train_time" in results:
-        return np.asarray(results["mean_train_time"], dtype=float)
-    # another search's results: a failed fit's time is not a training time
-    times = np.asarray(results["mean_fit_time"], dtype=float)
-    return np.where(np.isfinite(np.asarray(results[key], float)), times, np.nan)
-
-
-def tradeoff_curve(search: Any, alphas: Any) -> np.ndarray:
-    """Trial a fitted search would select for each trade-off weight ``alpha``.
-
-    Applies the selection rule of :class:`TradeoffBayesSearchCV`, argmax over
-    the evaluated trials of ``L - alpha * o``, for every ``alpha`` at once,
-    with the score scaling and time normalisation of the fitted search. This
-    traces the whole accuracy/training-time curve of one search without
-    re-running it (the trials themselves were proposed for the search's own
-    ``alpha``).
-
-    Parameters
-    ----------
-    search : fitted search estimator
-        A fitted :class:`TradeoffBayesSearchCV`; any fitted scikit-learn
-        search works too, using its ``mean_fit_time`` and ``"max"``
-        normalisation.
-    alphas : float or array-like of float
-        Non-negative trade-off weights.
-
-    Returns
-    -------
-    indices : ndarray of int of shape (n_alphas,)
-        Row of ``search.cv_results_`` selected for each ``alpha``.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_iris
-    >>> from sklearn.svm import SVC
-    >>> from skbayes_search.strategies.tradeoff import (
-    ...     TradeoffBayesSearchCV, tradeoff_curve)
-    >>> X, y = load_iris(return_X_y=True)
-    >>> search = TradeoffBayesSearchCV(
-    ...     SVC(), {"C": (1e-2, 1e2, "log-uniform")}, alpha=0.1, n_iter=5,
-    ...     hyperparameter_sampling="map", cv=3, random_state=0,
-    ... ).fit(X, y)
-    >>> tradeoff_curve(search, [0.0, 0.1, 1.0]).shape
-    (3,)
-    """
-    check_is_fitted(search, "cv_results_")
-    try:
-        alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"alphas must be non-negative numbers, got {alphas!r}"
-        ) from exc
-    if alphas.ndim != 1 or not np.all(np.isfinite(alphas)) or np.any(alphas < 0):
-        raise ValueError(
-            f"alphas must be finite non-negative numbers, got {alphas.tolist()!r}"
-        )
-    results = search.cv_results_
-    key = _score_key(results, getattr(search, "refit", None))
-    L, o = _objective_parts(results, key, getattr(search, "time_normalization", "max"))
-    return np.asarray([_tradeoff_index(L, o, a) for a in alphas], dtype=np.intp)
-
-
-def _objective_parts(
-    results: dict, key: str, time_normalization: str | float
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(L, o)`` of every row of ``results`` (nan for failed trials)."""
-    times = _trial_times(results, key)
-    scores = np.where(np.isfinite(times), np.asarray(results[key], float), np.nan)
-    return _scale_scores(scores), _normalize_times(times, time_normalization)
-
-
-# ----------------------------------------------------------------------------
-# The acquisition
-# ----------------------------------------------------------------------------
-def _hermite_rule(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and log weights of the ``n_nodes``-point Gauss-Hermite rule for
-    ``E[f(z)]``, ``z ~ N(0, 1)``: ``E[f(z)] ~ sum_k exp(log_w_k) f(z_k)``.
-
-    The probabilists' rule (weight ``exp(-z^2 / 2)``) with its weights
-    normalised to sum to one, so that it is an expectation under a discrete
-    distribution matching the first ``2 n_nodes - 1`` moments of ``N(0, 1)``.
-    """
-    nodes, weights = hermegauss(n_nodes)
-    return nodes, np.log(weights) - np.log(weights.sum())
-
-
-_NODES, _LOG_WEIGHTS = _hermite_rule(_N_NODES)
-
-
-def _log_ei_tradeoff(
-    mean_L: Any,
-    std_L: Any,
-    mean_g: Any,
-    std_g: Any,
-    alpha: float,
-    best: Any,
-    axis: tuple[int, ...] = (),
-) -> np.ndarray:
-    """Log ``E[max(L - alpha * o - best, 0)]``, ``L`` Gaussian, ``o`` log-normal.
-
-    ``L ~ N(mean_L, std_L^2)`` and ``o = exp(g)``, ``g ~ N(mean_g, std_g^2)``
-    independent (``g`` is the log of the *normalised* time). For fixed ``g``,
-    ``T = L - alpha * o`` is Gaussian with mean ``mean_L - alpha * o`` and
-    standard deviation ``std_L``, whose expected improvement is closed form;
-    the expectation over ``g`` is taken by Gauss-Hermite quadrature
-    (:data:`_N_NODES` nodes). Each node's log EI comes from the project's
-    stable :func:`~skbayes_search.acquisition.log_ei` applied to ``-T``
-    (minimisation) with incumbent ``-best``, and the nodes are combined by
-    ``logsumexp`` with the log weights, so the value stays finite and sloped
-    where EI underflows.
-
-    The rule is the exact expected improvement of ``T`` for a discrete
-    distribution of ``g`` that matches its first ``2 * _N_NODES - 1``
-    moments. Its weights are positive and sum to one and every node's EI is
-    at most the EI of ``L`` alone (``o > 0``), so the result never exceeds
-    ``E[max(L - best, 0)]``.
-
-    Accuracy, against adaptive quadrature (``scipy.integrate.quad``) on 1,500
-    random cases (score sd 0.001-0.05, log-time sd 0.3-1.6, ``alpha``
-    0.05-0.6, median ``o`` 0.03-1.6, ``EI_T`` at least 1e-3 of the EI of
-    ``L``): median relative error 0.3 %, 90 % of cases within 4.4 %, 99 %
-    within 15 %, at most 23 %. The largest errors occur when the score is
-    much less uncertain than ``alpha * o`` and the candidate improves only
-    if its time falls below a threshold in the lower tail of ``g``: the
-    integrand is then nearly a step in ``g``, which the nodes resolve only
-    coarsely.
-
-    Parameters
-    ----------
-    mean_L, std_L, mean_g, std_g, best : array-like, broadcastable
-        Score mean and standard deviation, log normalised-time mean and
-        standard deviation, incumbent ``T*``.
-    alpha : float
-        Weight of the normalised time, ``> 0``.
-    axis : tuple of int, default=()
-        Axes of the broadcast inputs to *average* over as well (e.g.
-        hyperparameter samples and fantasies): the log of the mean of
-        ``EI_T`` over them is returned.
-
-    Returns
-    -------
-    ndarray
-        Log ``EI_T``, of the broadcast shape without ``axis``.
-    """
-    mean_L = np.asarray(mean_L, float)[..., None]
-    std_L = np.asarray(std_L, float)[..., None]
-    best = np.asarray(best, float)[..., None]
-    # log o at every node; the cap keeps absurdly slow predictions finite
-    # (their nodes then carry a huge but finite negative log EI)
-    log_o = np.minimum(
-        np.asarray(mean_g, float)[..., None]
-        + np.asarray(std_g, float)[..., None] * _NODES,
-        _LOG_TIME_CAP,
-    )
-    vals = log_ei(alpha * np.exp(log_o) - mean_L, std_L, -best) + _LOG_WEIGHTS
-    axis = tuple(a % (vals.ndim - 1) for a in axis)
-    n_avg = int(np.prod([vals.shape[a] for a in axis]))
-    # a plain log-sum-exp: scipy's costs a third of the whole evaluation here
-    vals = np.moveaxis(vals, axis, range(-len(axis) - 1, -1))
-    vals = vals.reshape(*vals.shape[: vals.ndim - len(axis) - 1], -1)
-    top = vals.max(axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    total = np.exp(vals - top).sum(axis=-1)
-    with np.errstate(divide="ignore"):
-        return np.log(total) + top[..., 0] - np.log(n_avg)
-
-
-def _members(
-    surrogate: GPSurrogate,
-    X_pending: np.ndarray | None,
-    n_fantasies: int,
-    rng: np.random.Generator | None,
-) -> list[tuple[Any, np.ndarray | None]]:
-    """Per hyperparameter sample: the model to predict with and its fantasies.
-
-    Without pending points: each fitted model and ``None``. With them: each
-    model conditioned on ``n_fantasies`` joint noisy draws of the pending
-    targets (one multi-target model sharing one extended Cholesky factor),
-    and those draws in the surrogate's original units, shape
-    ``(n_pending, n_fantasies)``. The draws come from
-    :meth:`~skbayes_search.gp.GPSurrogate.fantasize`, as those of
-    :func:`~skbayes_search.acquisition.make_acquisition` do, so at
-    ``alpha = 0`` the two agree draw for draw.
-    """
-    if X_pending is None or len(X_pending) == 0:
-        return [(p, None) for p in surrogate.posteriors]
-    return surrogate.fantasize(X_pending, n_fantasies, rng)
-
-
-def _make_tradeoff_acquisition(
-    loss_surrogate: GPSurrogate,
-    time_surrogate: GPSurrogate | None,
-    *,
-    tradeoff_best: float,
-    time_scale: float,
-    alpha: float,
-    X_pending: np.ndarray | None = None,
-    rng: np.random.Generator | None = None,
-    log: bool = True,
-) -> Callable[[np.ndarray], np.ndarray]:
-    """Expected improvement of the trade-off ``T = L - alpha * o``, integrated.
-
-    For a candidate ``U`` (enriched unit point) this computes
-
-    ``EI_T(U) = E[max(T(U) - T*, 0)]``,  ``T = L - alpha * o``,
-
-    with ``T* = tradeoff_best`` the best ``T_alpha`` among the finished
-    trials (measured score, measured time normalised as now). ``L`` is the
-    latent score of the loss GP (``L = -loss``, original units) and
-    ``o = t / time_scale`` with ``log t`` the latent log-seconds of the time
-    GP; the two GPs are independent (paper 003, section 3.4.3). Given the
-    log time ``g``, ``T`` is Gaussian and its EI closed form; the expectation
-    over ``g ~ N(mu_g, s_g^2)`` is taken by Gauss-Hermite quadrature
-    (:func:`_log_ei_tradeoff`), so ``EI_T`` is exact up to quadrature error
-    and never exceeds the EI of ``L`` alone (times are positive).
-
-    Integration: ``EI_T`` is averaged over every pair (product) of a
-    loss-GP and a time-GP hyperparameter sample. The two chains are
-    independent, so their joint posterior is the product of the marginals
-    and averaging over all ``M_L * M_o`` pairs uses every sample; the
-    predictions are computed once per model, only the quadrature runs on the
-    product (candidates x pairs x fantasies x nodes, in chunks of
-    candidates). With ``X_pending`` (earlier points of the batch) each GP
-    sample is conditioned on joint Monte Carlo fantasies of the pending
-    points, for the score *and* the log time (so a pending point's time is
-    no longer uncertain); fantasy ``f`` of a loss sample is paired with
-    fantasy ``f`` of a time sample (independent draws), and each fantasy
-    raises ``T*`` to the best fantasised pending ``T`` when that is higher.
-    The time scale stays fixed under fantasies.
-
-    At ``alpha = 0`` the time GP is not used at all and this is exactly
-    ``EI_L``, the expected improvement of the score over the best observed
-    one (paper eq. 1), as in :class:`~skbayes_search.BayesSearchCV`.
-
-    With ``log=True`` (the default, what the optimiser maximises) the log of
-    the integrated ``EI_T`` is returned: same maximiser, usable gradients
-    where EI underflows.
-
-    Call (and build) it under ``threadpool_limits(1)``.
-    """
-    use_time = alpha > 0 and time_surrogate is not None
-    pending = None
-    if X_pending is not None and len(X_pending) > 0:
-        pending = np.atleast_2d(np.asarray(X_pending, dtype=float))
-    loss_members = _members(loss_surrogate, pending, _N_FANTASIES, rng)
-    n_fant = _N_FANTASIES if pending is not None else 1
-    log_scale = float(np.log(time_scale))
-    if use_time:
-        time_members = _members(time_surrogate, pending, _N_FANTASIES, rng)
-    else:
-        time_members = [(None, None)]
-
-    # T* of every (loss sample, time sample, fantasy) combination
-    best = np.full((len(loss_members), len(time_members), n_fant), tradeoff_best)
-    if pending is not None:
-        for i, (_, loss_f) in enumerate(loss_members):
-            for j, (_, log_t_f) in enumerate(time_members):
-                T_f = -loss_f
-                if use_time:
-                    T_f = T_f - alpha * np.exp(log_t_f - log_scale)
-                best[i, j] = np.maximum(best[i, j], T_f.max(axis=0))
-
-    def func(U: np.ndarray) -> np.ndarray:
-        # No threadpool_limits here: entering it costs milliseconds (it scans
-        # the loaded libraries) and the optimiser calls this hundreds of
-        # times; the caller holds one limit around the whole proposal.
-        U = np.atleast_2d(np.asarray(U, dtype=float))
-        n = U.shape[0]
-        mean_L = np.empty((n, len(loss_members), 1, n_fant))
-        var_L = np.empty((n, len(loss_members), 1, 1))
-        for i, (model, _) in enumerate(loss_members):
-            mu, var = model.predict(U)
-            mean_L[:, i, 0, :] = -mu.reshape(n, -1)
-            var_L[:, i, 0, 0] = var
-        if use_time:
-            mean_g = np.empty((n, 1, len(time_members), n_fant))
-            std_g = np.empty((n, 1, len(time_members), 1))
-            for j, (model, _) in enumerate(time_members):
-                mu, std = model.mean_std(U)
-                mean_g[:, 0, j, :] = mu.reshape(n, -1) - log_scale
-                std_g[:, 0, j, 0] = std
-            std_L = np.sqrt(var_L)
-            # candidates per chunk: the quadrature tensor is candidates x
-            # score samples x time samples x fantasies x nodes
-            step = max(1, _CHUNK_TERMS // (best.size * _N_NODES))
-            out = np.concatenate(
-                [
-                    _log_ei_tradeoff(
-                        mean_L[c : c + step],
-                        std_L[c : c + step],
-                        mean_g[c : c + step],
-                        std_g[c : c + step],
-                        alpha,
-                        best,
-                        axis=(1, 2, 3),
-                    )
-                    for c in range(0, n, step)
-                ]
-            )
-        else:
-            vals = log_ei(-mean_L, np.sqrt(var_L), -best).reshape(n, -1)
-            out = logsumexp(vals, axis=1) - np.log(vals.shape[1])
-        return out if log else np.exp(out)
-
-    return func
-
-
-# ----------------------------------------------------------------------------
-# The search
-# ----------------------------------------------------------------------------
 class TradeoffBayesSearchCV(BaseBayesSearchCV):
     """Bayesian search for a model that is both accurate and fast to train.
 
@@ -516,14 +66,11 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
 
     ``EI_T = E[max(L - alpha * o - T*, 0)]``,
 
-    with ``T*`` the best ``T_alpha`` among the finished trials (the
-    incumbent's). ``L`` and ``o`` come from the two GPs (``o`` log-normal);
-    ``EI_T`` is closed form given the time and integrated over the time by
-    Gauss-Hermite quadrature, exact up to quadrature error (see Notes). The
-    selected trial is the
-    evaluated one with the highest ``T_alpha`` (ties: the faster), and
-    ``best_estimator_`` is refitted on that trial's share of the data: the
-    point is a cheaper model.
+    with ``T*`` the best ``T_alpha`` among the finished trials (see
+    :func:`~skbayes_search.acquisition.make_tradeoff_acquisition`). The
+    selected trial is the evaluated one with the highest ``T_alpha`` (ties:
+    the faster), and ``best_estimator_`` is refitted on that trial's share of
+    the data: the point is a cheaper model.
 
     Parameters
     ----------
@@ -654,83 +201,36 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     See Also
     --------
     BayesSearchCV : GP-EI Bayesian optimisation of the score alone.
-    tradeoff_curve : The trial selected for each of several ``alpha``.
+    skbayes_search.analysis.tradeoff_curve : The trial selected for each of
+        several ``alpha``.
+    skbayes_search.analysis.pareto_front : Trials not beaten on both score
+        and training time.
 
     Notes
     -----
-    **What the acquisition computes.** For a candidate ``lambda``
-    (configuration and fraction), ``L(lambda)`` is the score GP's latent
-    value and ``o(lambda) = exp(g(lambda)) / scale`` with ``g`` the time
-    GP's latent log-seconds and ``scale`` the current normalisation
-    (``time_normalization``). The two GPs are independent, as the paper
-    assumes, so for a fixed ``g`` the trade-off ``T = L - alpha * o`` is
-    Gaussian with mean ``mu_L - alpha * o`` and the score's standard
-    deviation, and ``E[max(T - T*, 0) | g]`` is the closed-form expected
-    improvement. ``EI_T`` is its expectation over ``g ~ N(mu_g, s_g^2)``,
-    taken by 20-node Gauss-Hermite quadrature with the node values combined
-    in log space (:func:`~skbayes_search.acquisition.log_ei` on ``-T``, then
-    log-sum-exp), so the optimiser still sees slopes where ``EI_T``
-    underflows. This is exact up to quadrature error: checked against
-    adaptive quadrature, the median relative error is 0.3 % and 99 % of
-    cases are within 15 % (the worst are candidates whose score is much more
-    certain than their time and that improve only if the time is in its
-    lower tail). The quadrature is an expectation under positive times, so
-    ``EI_T`` never exceeds the expected improvement of the score alone.
-    ``EI_T`` is averaged over every pair of a score-GP and a time-GP
-    hyperparameter sample (the product of the two independent posteriors'
-    samples) and, for the 2nd and later points of a batch, over joint
-    fantasies of the pending points under both GPs (each fantasy may raise
-    ``T*``). At ``alpha = 0`` the time GP is not used and ``EI_T`` is
-    exactly the expected improvement of the score (paper eq. 1). At a fixed
-    median time, time uncertainty is exploration value where the median
-    time makes a candidate lose to the incumbent (a faster outcome may win),
-    and it lowers ``EI_T`` where the candidate wins clearly at its median
-    time (a slower outcome may lose); at a fixed *mean* time a wider ``o``
-    never lowers ``EI_T`` (the EI is convex in ``o``).
-
-    **Relation to the paper.** Paper 003 presents ``a_T = a_L - alpha * a_o``
-    (eq. 2, with ``a_o`` eq. 3, "similarly defined" to eq. 1) as the
-    acquisition for the trade-off metric, obtained from the independence of
-    ``L`` and ``o``. That linear split is exact for the expected value of
-    ``T`` but not for its expected improvement (the ``max`` does not
-    distribute over the difference); eq. 2 is the paper's approximation of
-    ``EI_T``, which is what this class computes. Two literal readings of
-    eq. 2-3 were implemented and measured (SVC on a 5,000-row sample of
-    magic, HistGradientBoosting on 10,000 rows of adult; ``n_iter=20``,
-    ``cv=3``) and rejected:
-
-    - ``a_o = E[max(o* - o, 0)]`` with ``o*`` the shortest observed time (an
-      expected speed-up, the issue's wording) subtracted from ``EI_L``: the
-      time term was nearly always about 0, so the search was EI on the score
-      with only the selection rule doing the trade-off (SVC: ``alpha=0.1``
-      accuracy ratio 1.000 at training-time ratio 0.12, ``alpha=0.5`` 0.983
-      at 0.19 against ``BayesSearchCV``: the target was met, but by
-      selecting among trials proposed for the score alone); and a speed-up
-      *subtracted* penalises being fast, the opposite of ``T_alpha``.
-    - ``a_o = E[max(o - o*, 0)]`` with ``o*`` the incumbent's time (eq. 3
-      literally): with a wide log-normal time GP the expected excess (at
-      least 0.25 everywhere) dwarfed ``EI_L`` (at most 0.02) and the search
-      piled onto a fast majority-class trial (SVC ``alpha=0.3``: accuracy
-      ratio 0.749).
+    ``EI_T`` is computed exactly up to quadrature error (Gauss-Hermite over
+    the log-normal time), averaged over the hyperparameter samples of both
+    GPs and, for the 2nd and later points of a batch, over fantasies of the
+    pending points. The paper's eq. 2, ``a_L - alpha * a_o``, is its
+    independence approximation of this quantity; two literal readings of it
+    were measured and rejected (``doc/design/tradeoff.rst``).
 
     Training times are wall-clock measurements and vary from run to run, so
     with ``alpha > 0`` two runs with the same ``random_state`` may take
-    different paths. ``tradeoff_curve(search, alphas)`` re-selects among the
-    trials of a finished search for other weights.
+    different paths.
 
     References
     ----------
     Paper 003 of the project library (``shared/papers/003_*``): a unified
     Bayesian optimisation framework for jointly optimising models for
-    effectiveness and training efficiency (trade-off metric, enriched space
-    with the training-set size, acquisition ``a_L - alpha * a_o`` as the
-    independence approximation of the trade-off's expected improvement).
+    effectiveness and training efficiency.
 
     Examples
     --------
     >>> from sklearn.datasets import load_iris
     >>> from sklearn.svm import SVC
-    >>> from skbayes_search.strategies.tradeoff import TradeoffBayesSearchCV
+    >>> from skbayes_search import TradeoffBayesSearchCV
+    >>> from skbayes_search.analysis import tradeoff_curve
     >>> X, y = load_iris(return_X_y=True)
     >>> search = TradeoffBayesSearchCV(
     ...     SVC(),
@@ -745,6 +245,9 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     True
     >>> search.best_estimator_.n_features_in_
     4
+    >>> # the trials a heavier weight on time would have selected instead
+    >>> tradeoff_curve(search, [0.0, 1.0]).shape
+    (2,)
     """
 
     _parameter_constraints: dict = {
@@ -793,27 +296,12 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_points = n_points
 
-    def _end_search(self, ctx: SearchContext, results: dict) -> None:
-        self.pareto_front_ = _results_pareto_front(results, self.refit)
-
     @staticmethod
     def _checked_fractions(fractions: Any) -> np.ndarray:
+        """The allowed fractions, sorted and unique; ``None``: all rows."""
         if fractions is None:
             return np.array([1.0])
-        try:
-            values = np.asarray(fractions, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"fractions must be numbers in (0, 1] or None, got {fractions!r}"
-            ) from exc
-        if values.ndim != 1 or values.size == 0:
-            raise ValueError(
-                f"fractions must be a non-empty 1-d sequence of numbers in (0, 1] "
-                f"or None, got {fractions!r}"
-            )
-        if not np.all(np.isfinite(values)) or np.any(values <= 0) or np.any(values > 1):
-            raise ValueError(f"fractions must lie in (0, 1], got {values.tolist()!r}")
-        return np.unique(values)
+        return np.unique(check_fractions(fractions, "fractions"))
 
     def _check_strategy_params(self, ctx: SearchContext) -> None:
         self._checked_fractions(self.fractions)
@@ -845,6 +333,10 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     def _n_extra(self) -> int:
         return 1 if self._grid.size > 1 else 0
 
+    def _nearest_grid(self, u: np.ndarray) -> np.ndarray:
+        """Index of the allowed fraction nearest to each unit coordinate."""
+        return np.abs(np.asarray(u)[:, None] - self._grid_unit[None, :]).argmin(axis=1)
+
     def _snap(self, ctx: SearchContext) -> Callable[[np.ndarray], np.ndarray]:
         D = ctx.space.n_dims
 
@@ -853,22 +345,18 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
             out = np.empty_like(U)
             out[:, :D] = ctx.space.snap(U[:, :D])
             if self._n_extra:
-                near = np.abs(U[:, D, None] - self._grid_unit[None, :]).argmin(axis=1)
-                out[:, D] = self._grid_unit[near]
+                out[:, D] = self._grid_unit[self._nearest_grid(U[:, D])]
             return out
 
         return snap
-
-    def _fraction_index(self, fractions: np.ndarray) -> np.ndarray:
-        fractions = np.asarray(fractions, dtype=float)
-        return np.abs(fractions[:, None] - self._grid[None, :]).argmin(axis=1)
 
     def _encode(self, ctx: SearchContext) -> np.ndarray:
         """Enriched unit points of the finished trials."""
         X = ctx.X()
         if not self._n_extra:
             return X
-        idx = self._fraction_index(np.array([t.fraction for t in ctx.trials]))
+        fractions = np.array([t.fraction for t in ctx.trials], dtype=float)
+        idx = np.abs(fractions[:, None] - self._grid[None, :]).argmin(axis=1)
         return np.hstack([X, self._grid_unit[idx][:, None]])
 
     def _decode(
@@ -877,7 +365,7 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         D = ctx.space.n_dims
         params = ctx.space.from_unit(U[:, :D])
         if self._n_extra:
-            fracs = self._grid_unit_to_fraction(U[:, D])
+            fracs = self._grid[self._nearest_grid(U[:, D])]
         else:
             fracs = np.full(len(U), self._grid[0])
         if values is None:
@@ -886,10 +374,6 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
             Trial(p, float(f), iter=iteration, extras={"acquisition_value": float(v)})
             for p, f, v in zip(params, fracs, values)
         ]
-
-    def _grid_unit_to_fraction(self, u: np.ndarray) -> np.ndarray:
-        near = np.abs(np.asarray(u)[:, None] - self._grid_unit[None, :]).argmin(axis=1)
-        return self._grid[near]
 
     def _initial_design(self, ctx: SearchContext) -> np.ndarray:
         """Sobol configurations with a Latin-hypercube column of fractions.
@@ -923,13 +407,12 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         ok = np.array([not t.failed for t in ctx.trials], dtype=bool)
         seconds = np.array([t.fit_time for t in ctx.trials], float) / ctx.n_splits
         seconds = np.where(ok, seconds, np.nan)
-        scores = np.where(ok, ctx.scores(), np.nan)
-        L = _scale_scores(scores)
-        return L, seconds, _normalize_times(seconds, self.time_normalization)
+        L = scale_scores(np.where(ok, ctx.scores(), np.nan))
+        return L, seconds, normalize_times(seconds, self.time_normalization)
 
     def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
-        # one BLAS thread for all GP work of this proposal (see common rules)
-        with threadpool_limits(1):
+        # small GP matrices are far slower with several BLAS threads
+        with single_blas_thread():
             return self._propose(ctx, n_slots)
 
     def _propose(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
@@ -949,51 +432,40 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         X = self._encode(ctx)
         loss = np.where(ok, -L, np.nan)
         loss[~ok] = np.nanmax(loss)  # failures: the worst observed score
-        log_t = np.log(np.maximum(seconds[ok], _MIN_SECONDS))
         self._loss_surrogate.fit(X, loss)
-        use_time = self.alpha > 0
-        if use_time:
-            self._time_surrogate.fit(X[ok], log_t)
-        time_scale = _time_scale(seconds, self.time_normalization)
+        time_surrogate = None
+        if self.alpha > 0:
+            log_t = np.log(np.maximum(seconds[ok], _MIN_SECONDS))
+            time_surrogate = self._time_surrogate.fit(X[ok], log_t)
         T = np.where(ok, L - self.alpha * o, -np.inf)
         seeds = X[np.argsort(-T, kind="stable")[: min(_N_SEEDS, int(ok.sum()))]]
-        # T* of EI_T: the best trade-off of the finished trials (the
-        # incumbent's), with the times normalised as now
+        # T* is the incumbent's trade-off, with the times normalised as now
         tradeoff_best = float(T.max())
-        snap = self._snap(ctx)
+        scale = time_scale(seconds, self.time_normalization)
 
-        chosen: list[np.ndarray] = []
-        values: list[float] = []
-        for _ in range(n_slots):
-            pending = np.vstack(chosen) if chosen else None
-            func = _make_tradeoff_acquisition(
+        def acquisition_for(pending: np.ndarray | None) -> Callable:
+            return make_tradeoff_acquisition(
                 self._loss_surrogate,
-                self._time_surrogate if use_time else None,
+                time_surrogate,
                 tradeoff_best=tradeoff_best,
-                time_scale=time_scale,
+                time_scale=scale,
                 alpha=float(self.alpha),
                 X_pending=pending,
                 rng=ctx.rng,
-                log=True,
             )
-            exclude = X if pending is None else np.vstack([X, pending])
-            try:
-                x, value = maximize(
-                    func,
-                    X.shape[1],
-                    rng=ctx.rng,
-                    snap=snap,
-                    seeds=seeds,
-                    exclude=exclude,
-                )
-            except ValueError:
-                # every (configuration, fraction) pair has been evaluated
-                break
-            chosen.append(x[None, :])
-            values.append(float(np.exp(value)))
-        if not chosen:
+
+        U, log_values = propose_batch(
+            acquisition_for,
+            n_slots,
+            X.shape[1],
+            rng=ctx.rng,
+            snap=self._snap(ctx),
+            seeds=seeds,
+            exclude=X,
+        )
+        if not len(U):
             return []
-        return self._decode(ctx, np.vstack(chosen), iteration, values)
+        return self._decode(ctx, U, iteration, np.exp(log_values))
 
     # ------------------------------------------------------------------
     # results and selection
@@ -1010,12 +482,15 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         if callable(self.refit):
             index = super()._select_best(results, refit_metric)
         else:
-            L, o = _objective_parts(
+            L, o = objective_parts(
                 results, f"mean_test_{refit_metric}", self.time_normalization
             )
-            index = _tradeoff_index(L, o, self.alpha)
+            index = tradeoff_index(L, o, self.alpha)
         self.best_train_fraction_ = float(results["resource_fraction"][index])
         return index
+
+    def _end_search(self, ctx: SearchContext, results: dict) -> None:
+        self.pareto_front_ = results_pareto_front(results, self.refit)
 
     def _refit_fraction(self) -> float:
         return self.best_train_fraction_
