@@ -1,8 +1,73 @@
 """The TrialStore file format: schema, JSON encoding and record checks.
 
-:mod:`skbayes_search.storage` documents the format; this module holds the
-constants, the encoding and decoding of values and rows, and the creation and
-check of the schema on a connection the store opened.
+This module holds the constants, the encoding and decoding of values and rows,
+and the creation and check of the schema on a connection that
+:class:`~skbayes_search.TrialStore` opened.
+
+Schema (version 1)
+------------------
+The file is identified by ``PRAGMA application_id`` (``0x534B4253``, "SKBS") and its
+layout by ``PRAGMA user_version`` (``1``). A file with another application id, or
+with a newer schema version, is refused with a :class:`ValueError`.
+
+``runs``, one row per search run:
+
+=================  =======  ====================================================
+column             type     content
+=================  =======  ====================================================
+id                 INTEGER  primary key
+name               TEXT     unique run name (the search's ``run_name``)
+strategy           TEXT     strategy name, e.g. ``"bayes"`` or ``"fabolas"``
+estimator_class    TEXT     qualified class name of the searched estimator
+space_signature    TEXT     JSON, canonical (sorted keys, no spaces)
+meta               TEXT     JSON object of dataset meta-features, e.g.
+                            ``{"n_samples": 1000, "n_features": 8,
+                            "n_classes": 2}`` (``n_classes`` null for regression)
+settings           TEXT     JSON object, the search settings relevant to resume
+created            REAL     Unix time the run was created
+finished           REAL     Unix time of the last :meth:`TrialStore.finish_run`,
+                            NULL until then
+status             TEXT     ``"running"`` or ``"finished"``
+=================  =======  ====================================================
+
+``trials``, one row per finished trial, primary key ``(run_id, trial_index)``:
+
+=================  =======  ====================================================
+column             type     content
+=================  =======  ====================================================
+run_id             INTEGER  ``runs.id``
+trial_index        INTEGER  0-based position in the order trials were added
+params             TEXT     JSON object of hyperparameters
+x                  TEXT     JSON list of floats, the unit-cube encoding
+fraction           REAL     training fraction in (0, 1]
+status             TEXT     ``"ok"`` or ``"failed"``
+scores             TEXT     JSON ``{"test": {metric: [per split]},
+                            "train": {metric: [per split]} or null}``
+fit_times          TEXT     JSON list of seconds per split
+score_times        TEXT     JSON list of seconds per split
+n_test_samples     TEXT     JSON list of ints per split
+extras             TEXT     JSON object (``iter``, ``elapsed_time``,
+                            ``position``: place in the order the search proposed
+                            its trials, strategy columns, ...)
+created            REAL     Unix time the trial was stored
+=================  =======  ====================================================
+
+JSON encoding
+-------------
+Values are JSON, never pickle, because a store may come from someone else. numpy
+scalars and arrays become plain numbers and lists. JSON has no NaN or infinity, so:
+
+- in the per-split number lists (``scores``, ``fit_times``, ``score_times``) NaN is
+  written as ``null`` and read back as ``nan``; this keeps the common case (a failed
+  fit scored NaN) readable with SQLite's own JSON functions;
+- every other non-finite float (infinities anywhere, NaN in ``params``, ``extras``,
+  ``meta``, ``settings``) is written as ``{"$float": "nan" | "inf" | "-inf"}``;
+- tuples are written as ``{"$tuple": [...]}`` so that a parameter value such as
+  ``hidden_layer_sizes=(50, 50)`` comes back as the same tuple.
+
+Objects with non-string keys or of any other type raise a :class:`TypeError` that
+names the field; the caller must encode such values itself (e.g. a categorical
+choice by its index).
 """
 
 from __future__ import annotations

@@ -5,70 +5,8 @@ read back, the surrogate is rebuilt and the budget continues) and lets
 :class:`~skbayes_search.TransferBayesSearchCV` learn from earlier runs on other
 datasets. It uses only the standard library's :mod:`sqlite3`.
 
-Schema (version 1)
-------------------
-The file is identified by ``PRAGMA application_id`` (``0x534B4253``, "SKBS") and its
-layout by ``PRAGMA user_version`` (``1``). A file with another application id, or
-with a newer schema version, is refused with a :class:`ValueError`.
-
-``runs``, one row per search run:
-
-=================  =======  ====================================================
-column             type     content
-=================  =======  ====================================================
-id                 INTEGER  primary key
-name               TEXT     unique run name (the search's ``run_name``)
-strategy           TEXT     strategy name, e.g. ``"bayes"`` or ``"fabolas"``
-estimator_class    TEXT     qualified class name of the searched estimator
-space_signature    TEXT     JSON, canonical (sorted keys, no spaces)
-meta               TEXT     JSON object of dataset meta-features, e.g.
-                            ``{"n_samples": 1000, "n_features": 8,
-                            "n_classes": 2}`` (``n_classes`` null for regression)
-settings           TEXT     JSON object, the search settings relevant to resume
-created            REAL     Unix time the run was created
-finished           REAL     Unix time of the last :meth:`TrialStore.finish_run`,
-                            NULL until then
-status             TEXT     ``"running"`` or ``"finished"``
-=================  =======  ====================================================
-
-``trials``, one row per finished trial, primary key ``(run_id, trial_index)``:
-
-=================  =======  ====================================================
-column             type     content
-=================  =======  ====================================================
-run_id             INTEGER  ``runs.id``
-trial_index        INTEGER  0-based position in the order trials were added
-params             TEXT     JSON object of hyperparameters
-x                  TEXT     JSON list of floats, the unit-cube encoding
-fraction           REAL     training fraction in (0, 1]
-status             TEXT     ``"ok"`` or ``"failed"``
-scores             TEXT     JSON ``{"test": {metric: [per split]},
-                            "train": {metric: [per split]} or null}``
-fit_times          TEXT     JSON list of seconds per split
-score_times        TEXT     JSON list of seconds per split
-n_test_samples     TEXT     JSON list of ints per split
-extras             TEXT     JSON object (``iter``, ``elapsed_time``,
-                            ``position``: place in the order the search proposed
-                            its trials, strategy columns, ...)
-created            REAL     Unix time the trial was stored
-=================  =======  ====================================================
-
-JSON encoding
--------------
-Values are JSON, never pickle, because a store may come from someone else. numpy
-scalars and arrays become plain numbers and lists. JSON has no NaN or infinity, so:
-
-- in the per-split number lists (``scores``, ``fit_times``, ``score_times``) NaN is
-  written as ``null`` and read back as ``nan``; this keeps the common case (a failed
-  fit scored NaN) readable with SQLite's own JSON functions;
-- every other non-finite float (infinities anywhere, NaN in ``params``, ``extras``,
-  ``meta``, ``settings``) is written as ``{"$float": "nan" | "inf" | "-inf"}``;
-- tuples are written as ``{"$tuple": [...]}`` so that a parameter value such as
-  ``hidden_layer_sizes=(50, 50)`` comes back as the same tuple.
-
-Objects with non-string keys or of any other type raise a :class:`TypeError` that
-names the field; the caller must encode such values itself (e.g. a categorical
-choice by its index).
+The file format (schema version 1 and the JSON encoding of values) is
+documented in :mod:`skbayes_search._store_format`, which implements it.
 
 Concurrency
 -----------
@@ -129,8 +67,8 @@ class TrialStore:
     Pass a store to a search (``store=TrialStore("runs.db"), run_name="svc-1"``) to
     resume the run after an interruption, or to let a transfer search read earlier
     runs. Every trial is committed as soon as it is added. Several processes may
-    write to the same file at once. See the module docstring for the schema and
-    the JSON encoding; values are never pickled.
+    write to the same file at once. See :mod:`skbayes_search._store_format` for
+    the schema and the JSON encoding; values are never pickled.
 
     Creating a ``TrialStore`` is cheap and touches no file: the path is checked,
     and the file opened or created, on first use. A store can therefore be a

@@ -19,23 +19,9 @@ Two response-surface kernels are built from them:
   positive semi-definite variant of the paper's ``1 - ||x - x'||^2 / B``
   described in :class:`NeighbourKernel`.
 
-Why the membership is ``g g'`` and not "either point in a neighbour dataset"
-----------------------------------------------------------------------------
-The paper applies the nearest-neighbour kernel when one point of the pair
-belongs to a neighbour dataset. As a matrix over datasets that relation is
-``1 - (1 - g)(1 - g)^T``, which is indefinite as soon as there are datasets
-in and out of the group, and ``1 - ||x - x'||^2 / B`` is itself indefinite
-(three collinear points already give a negative eigenvalue). Jitter would have
-to grow with the number of observations to hide that. Instead the second
-term uses the rank-one relation ``g g'`` (current dataset plus neighbours) and
-a PSD version of the distance kernel, so the combined kernel is PSD by the
-Schur product theorem and has a plain reading: every dataset ``d`` of the
-group is ``f_d = s + h_d`` with a shared surface ``s ~ GP(0, w1 NN)`` and its
-own deviation ``h_d ~ GP(0, w0 SE)``; a dataset outside the group is ``h_d``
-alone. Predictions for the current dataset therefore use the neighbours'
-observations (each neighbour counts equally, as in the paper) and ignore the
-other datasets, which still inform the shared hyperparameters (length scales,
-amplitude, noise).
+Why the group relation is ``g g'`` rather than the paper's "either point in
+a neighbour dataset", and why the distance kernel is corrected, is explained
+in ``doc/design/transfer.rst``: both keep the kernel positive semi-definite.
 """
 
 from __future__ import annotations
@@ -91,10 +77,8 @@ class SquaredExponential(StationaryARD):
         # -2 d/d(r^2) exp(-r^2 / 2) is the profile itself
         return self._profile(r2)
 
-    # The generic contraction of :meth:`gradient`, not the expanded form of
-    # StationaryARD: the two round differently, and switching would move the
-    # transfer searches' hyperparameter samples in the last bits (a change of
-    # results to make on purpose, not as a side effect of sharing code).
+    # the generic contraction, not StationaryARD's expanded form, which rounds
+    # differently and would move the transfer searches' results in the last bits
     gradient_dot = Kernel.gradient_dot
 
 
@@ -268,7 +252,7 @@ def mkl_kernel(n_hyper: int, weights: Sequence[float] = (0.3, 0.7)) -> Kernel:
 
     ``k = w0 * SE-ARD(x, x') * [d == d'] + w1 * NN(x, x') * g g'`` on inputs
     ``[x (n_hyper columns), d (dataset index), g (neighbour-group flag)]``;
-    ``NN`` is :class:`NeighbourKernel` (see the module docstring for why this
+    ``NN`` is :class:`NeighbourKernel` (see ``doc/design/transfer.rst`` for why this
     form).
 
     Parameters
