@@ -288,6 +288,52 @@ def test_runs_filters(tmp_path):
     ) == [a]
 
 
+def test_finished_runs_of_one_estimator_and_space_with_their_trials(tmp_path):
+    store = TrialStore(tmp_path / "store.db")
+    svc = "sklearn.svm._classes.SVC"
+    a = open_demo_run(store, "a")
+    b = open_demo_run(store, "b", meta={"n_samples": 50, "n_features": None})
+    running = open_demo_run(store, "running")
+    other_class = open_demo_run(store, "svr", estimator_class="sklearn.svm.SVR")
+    other_space = open_demo_run(store, "space", space_signature={"alpha": [0, 1]})
+    for i in range(3):
+        store.add_trial(b, make_record(i, status="failed" if i == 1 else "ok"))
+        store.add_trial(a, make_record(i + 10))
+    store.add_trial(running, make_record(0))
+    for run in (a, b, other_class, other_space):
+        store.finish_run(run)
+
+    runs = store.finished_runs(estimator_class=svc, space_signature=SIGNATURE)
+    # oldest first, the fields of runs() plus the trials
+    assert [run["id"] for run in runs] == [a, b]
+    assert runs[1]["meta"] == {"n_samples": 50, "n_features": None}
+    assert {k: v for k, v in runs[0].items() if k != "trials"} == store.run(a)
+    for run in runs:
+        assert run["trials"] == store.trials(run["id"])
+    assert [t["extras"]["iter"] for t in runs[0]["trials"]] == [10, 11, 12]
+    assert [t["status"] for t in runs[1]["trials"]] == ["ok", "failed", "ok"]
+    assert runs[1]["trials"][0]["scores"]["test"]["accuracy"] == [0.8, 0.9, 0.85]
+    # the current run left out, by id or name
+    names = [
+        r["name"]
+        for r in store.finished_runs(
+            estimator_class=svc, space_signature=SIGNATURE, exclude=a
+        )
+    ]
+    assert names == ["b"]
+    assert (
+        store.finished_runs(
+            estimator_class=svc, space_signature=SIGNATURE, exclude=["a", "b"]
+        )
+        == []
+    )
+    # a finished run without trials comes with an empty list
+    empty = open_demo_run(store, "empty")
+    store.finish_run(empty)
+    runs = store.finished_runs(estimator_class=svc, space_signature=SIGNATURE)
+    assert runs[-1]["name"] == "empty" and runs[-1]["trials"] == []
+
+
 def test_trial_indices_unique_and_ordered(tmp_path):
     store = TrialStore(tmp_path / "store.db")
     a = open_demo_run(store, "a")
