@@ -222,6 +222,8 @@ class _Numeric(Dimension):
     """Shared machinery of Real and Integer: a box in value or log space."""
 
     _integer = False
+    # how error messages describe an allowed value
+    _kind = "a number"
 
     def __init__(self, low: Any, high: Any, prior: str = "uniform") -> None:
         self.low = low
@@ -278,6 +280,15 @@ class _Numeric(Dimension):
 
     def _to_unit_unclipped(self, t: np.ndarray) -> np.ndarray:
         return (t - self._t_low) / self._t_span
+
+    def _check_values(self, values: list) -> np.ndarray:
+        for v in values:
+            if not self._contains(v):
+                raise ValueError(
+                    f"{self._label}: value {v!r} is not {self._kind} in "
+                    f"[{self.low!r}, {self.high!r}]"
+                )
+        return np.array(values, dtype=float)
 
     def _signature(self) -> dict:
         return {
@@ -336,14 +347,6 @@ class Real(_Numeric):
         u = self._to_unit_unclipped(math.log(v) if self._log else v)
         return -_UNIT_TOL <= u <= 1 + _UNIT_TOL
 
-    def _check_values(self, values: list) -> np.ndarray:
-        for v in values:
-            if not self._contains(v):
-                raise ValueError(
-                    f"{self._label}: value {v!r} is not a number in "
-                    f"[{self.low!r}, {self.high!r}]"
-                )
-        return np.array(values, dtype=float)
 
 
 class Integer(_Numeric):
@@ -374,6 +377,7 @@ class Integer(_Numeric):
     """
 
     _integer = True
+    _kind = "an integer"
 
     @property
     def _cardinality(self) -> float:
@@ -399,14 +403,6 @@ class Integer(_Numeric):
             and self.low <= value <= self.high
         )
 
-    def _check_values(self, values: list) -> np.ndarray:
-        for v in values:
-            if not self._contains(v):
-                raise ValueError(
-                    f"{self._label}: value {v!r} is not an integer in "
-                    f"[{self.low!r}, {self.high!r}]"
-                )
-        return np.array(values, dtype=float)
 
 
 class Categorical(Dimension):
