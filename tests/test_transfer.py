@@ -1,5 +1,6 @@
 """TransferBayesSearchCV: per-dataset response surface, transfer kernels, warm start."""
 
+import gc
 import glob
 import os
 import shutil
@@ -564,6 +565,29 @@ def test_resume_continues_the_run_without_transferring_from_itself(tmp_path):
     assert len(second.cv_results_["params"]) == 5
     store = TrialStore(path)
     assert len(store.trials(store.run_id("r"))) == 5
+
+
+def test_prior_runs_are_read_on_the_journal_connection(tmp_path, monkeypatch):
+    import skbayes_search.storage as storage
+
+    path = str(tmp_path / "s.sqlite")
+    X, y, _ = _task(np.random.default_rng(4), 30)
+    TransferBayesSearchCV(Bowl(), SPACE, store=path, n_iter=2, cv=2).fit(X, y)
+    gc.collect()  # the first search's store is gone: the second opens its own
+    connect = storage.sqlite3.connect
+    opened = []
+
+    def counting_connect(*args, **kwargs):
+        opened.append(args)
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(storage.sqlite3, "connect", counting_connect)
+    search = TransferBayesSearchCV(
+        Bowl(), SPACE, store=path, n_iter=2, cv=2, random_state=0
+    ).fit(X, y)
+    assert len(search.transfer_runs_) == 1
+    # one connection for the journal and the transfer reads
+    assert len(opened) == 1
 
 
 def test_batches_and_finite_spaces(tmp_path):
