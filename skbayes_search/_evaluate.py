@@ -51,6 +51,17 @@ def stratified_order(
     -------
     ndarray of int
         A permutation of ``train``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._evaluate import stratified_order
+    >>> y = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1])
+    >>> order = stratified_order(np.arange(9), y, np.random.default_rng(0))
+    >>> sorted(y[order[:2]].tolist())  # a prefix of n_classes rows has every class
+    [0, 1]
+    >>> int(y[order[:6]].sum())  # and any prefix the classes in proportion
+    2
     """
     train = np.asarray(train)
     if y is None:
@@ -70,7 +81,14 @@ def stratified_order(
 
 
 def subset_size(fraction: float, n_rows: int, min_rows: int = 1) -> int:
-    """Rows used for a fraction of ``n_rows``: rounded, at least ``min_rows``."""
+    """Rows used for a fraction of ``n_rows``: rounded, at least ``min_rows``.
+
+    Examples
+    --------
+    >>> from skbayes_search._evaluate import subset_size
+    >>> subset_size(0.3, 10), subset_size(0.01, 10, min_rows=2), subset_size(1.0, 10)
+    (3, 2, 10)
+    """
     return int(min(n_rows, max(min_rows, round(fraction * n_rows))))
 
 

@@ -234,6 +234,16 @@ def maximize(
     ValueError
         If every candidate (and a fresh random batch) is excluded, i.e. the
         snapped space looks exhausted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.optimize import maximize
+    >>> x, value = maximize(
+    ...     lambda U: -((U - 0.3) ** 2).sum(axis=1), 2, rng=np.random.default_rng(0)
+    ... )
+    >>> np.round(x, 3).tolist()
+    [0.3, 0.3]
     """
     with single_blas_thread():
         return _maximize(

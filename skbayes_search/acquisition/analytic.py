@@ -51,6 +51,15 @@ def log_h(u: Any) -> np.ndarray:
     accurate); and the asymptotic expansion ``log phi(u) - 2 log|u| +
     log(1 - 3/u^2 + 15/u^4)`` far in the tail, where ``1 - |u| erfcx(.)``
     would lose digits to cancellation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.acquisition import log_h
+    >>> round(float(np.exp(log_h(0.0))), 4)  # phi(0) = 1 / sqrt(2 pi)
+    0.3989
+    >>> bool(np.isfinite(log_h(-1e6)))  # no underflow far in the tail
+    True
     """
     u = np.asarray(u, dtype=float)
     # every branch is evaluated on clipped input (no warnings, no boolean
@@ -85,6 +94,15 @@ def log_ei(mean: Any, std: Any, best: Any) -> np.ndarray:
     Returns
     -------
     ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.acquisition import log_ei
+    >>> round(float(np.exp(log_ei(0.0, 1.0, 0.0))), 4)
+    0.3989
+    >>> bool(np.isfinite(log_ei(50.0, 1.0, 0.0)))  # however far above best
+    True
     """
     std = np.maximum(np.asarray(std, float), _TINY)
     u = (np.asarray(best, float) - np.asarray(mean, float)) / std
@@ -92,13 +110,28 @@ def log_ei(mean: Any, std: Any, best: Any) -> np.ndarray:
 
 
 def log_pi(mean: Any, std: Any, best: Any) -> np.ndarray:
-    """Log probability of improving on ``best`` (minimisation), elementwise."""
+    """Log probability of improving on ``best`` (minimisation), elementwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.acquisition import log_pi
+    >>> float(np.exp(log_pi(0.0, 1.0, 0.0)))
+    0.5
+    """
     std = np.maximum(np.asarray(std, float), _TINY)
     return log_ndtr((np.asarray(best, float) - np.asarray(mean, float)) / std)
 
 
 def lcb(mean: Any, std: Any, kappa: float) -> np.ndarray:
-    """Lower confidence bound ``mean - kappa * std`` (to be minimised)."""
+    """Lower confidence bound ``mean - kappa * std`` (to be minimised).
+
+    Examples
+    --------
+    >>> from skbayes_search.acquisition import lcb
+    >>> lcb([1.0, 2.0], [0.5, 0.1], kappa=2.0)
+    array([0. , 1.8])
+    """
     return np.asarray(mean, float) - kappa * np.asarray(std, float)
 
 
@@ -142,6 +175,19 @@ def make_acquisition(
     -------
     callable
         ``func(U: ndarray (m, d)) -> ndarray (m,)`` to maximise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.acquisition import make_acquisition
+    >>> from skbayes_search.gp import GPSurrogate
+    >>> X = np.linspace(0, 1, 6)[:, None]
+    >>> y = (X[:, 0] - 0.4) ** 2
+    >>> gp = GPSurrogate(hyperparameter_sampling="map", random_state=0).fit(X, y)
+    >>> acquisition = make_acquisition(gp, "ei", y_best=float(y.min()))
+    >>> values = acquisition(np.array([[0.4], [0.95]]))
+    >>> bool(values[0] > values[1])  # more expected improvement near the minimum
+    True
     """
     if acquisition not in ACQUISITIONS:
         raise ValueError(

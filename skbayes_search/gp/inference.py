@@ -47,17 +47,41 @@ _LOG_2PI = np.log(2.0 * np.pi)
 
 
 def hyper_bounds(kernel: Kernel) -> list[tuple[float, float]]:
-    """Box of the full hyperparameter vector for ``kernel``."""
+    """Box of the full hyperparameter vector for ``kernel``.
+
+    Examples
+    --------
+    >>> from skbayes_search.gp import Matern52, hyper_bounds
+    >>> len(hyper_bounds(Matern52().set_n_dims(2)))  # mean, amplitude, noise, 2 scales
+    5
+    """
     return list(_BASE_BOUNDS) + list(kernel.bounds)
 
 
 def initial_hyper(kernel: Kernel) -> np.ndarray:
-    """Default starting point: zero mean, unit amplitude, small noise."""
+    """Default starting point: zero mean, unit amplitude, small noise.
+
+    Examples
+    --------
+    >>> from skbayes_search.gp import Matern52, initial_hyper
+    >>> initial_hyper(Matern52().set_n_dims(2)).shape
+    (5,)
+    """
     return np.concatenate([[0.0, 0.0, np.log(1e-2)], kernel.initial_theta()])
 
 
 def sample_hyperprior(kernel: Kernel, rng: np.random.Generator) -> np.ndarray:
-    """A random starting point for MAP restarts (roughly from the priors)."""
+    """A random starting point for MAP restarts (roughly from the priors).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import Matern52, log_hyperprior, sample_hyperprior
+    >>> kernel = Matern52().set_n_dims(2)
+    >>> theta = sample_hyperprior(kernel, np.random.default_rng(0))
+    >>> bool(np.isfinite(log_hyperprior(theta, kernel)))
+    True
+    """
     base = np.array(
         [
             rng.normal(0.0, 0.5),
@@ -79,7 +103,20 @@ def _horseshoe_log_noise(log_nu: float) -> tuple[float, float]:
 
 
 def log_hyperprior(theta: np.ndarray, kernel: Kernel) -> float:
-    """Log prior density of the full hyperparameter vector (``-inf`` outside)."""
+    """Log prior density of the full hyperparameter vector (``-inf`` outside).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import Matern52, initial_hyper, log_hyperprior
+    >>> kernel = Matern52().set_n_dims(1)
+    >>> theta = initial_hyper(kernel)
+    >>> bool(np.isfinite(log_hyperprior(theta, kernel)))
+    True
+    >>> theta[2] = 5.0  # noise variance e^5, above its bound
+    >>> log_hyperprior(theta, kernel)
+    -inf
+    """
     theta = np.asarray(theta, dtype=float)
     mean, log_amp, log_nu = theta[:3].tolist()
     for v, (lo, hi) in zip((mean, log_amp, log_nu), _BASE_BOUNDS):
@@ -92,7 +129,16 @@ def log_hyperprior(theta: np.ndarray, kernel: Kernel) -> float:
 
 
 def log_hyperprior_grad(theta: np.ndarray, kernel: Kernel) -> np.ndarray:
-    """Gradient of :func:`log_hyperprior` inside the bounds."""
+    """Gradient of :func:`log_hyperprior` inside the bounds.
+
+    Examples
+    --------
+    >>> from skbayes_search.gp import Matern52, initial_hyper
+    >>> from skbayes_search.gp.inference import log_hyperprior_grad
+    >>> kernel = Matern52().set_n_dims(1)
+    >>> log_hyperprior_grad(initial_hyper(kernel), kernel).shape
+    (4,)
+    """
     theta = np.asarray(theta, dtype=float)
     g = np.empty(theta.size)
     g[0] = -theta[0] / MEAN_PRIOR_SD**2
@@ -116,6 +162,17 @@ class LogPosterior:
     kernel : Kernel
     X : ndarray of shape (n, d)
     y : ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import LogPosterior, Matern52, initial_hyper
+    >>> X = np.linspace(0, 1, 5)[:, None]
+    >>> kernel = Matern52().set_n_dims(1)
+    >>> log_posterior = LogPosterior(kernel, X, np.sin(6 * X[:, 0]))
+    >>> value, grad = log_posterior.value_and_grad(initial_hyper(kernel))
+    >>> bool(np.isfinite(value)), grad.shape
+    (True, (4,))
     """
 
     def __init__(self, kernel: Kernel, X: np.ndarray, y: np.ndarray):
@@ -278,6 +335,17 @@ def slice_sample(
     -------
     samples : ndarray of shape (n_samples, d)
     log_densities : ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import slice_sample
+    >>> samples, _ = slice_sample(
+    ...     lambda x: -0.5 * float(x @ x), np.zeros(1), 2000,
+    ...     rng=np.random.default_rng(0),
+    ... )
+    >>> round(float(samples.std()), 1)  # a standard normal
+    1.0
     """
     if method not in ("coordinate", "random"):
         raise ValueError(f"method must be 'coordinate' or 'random', got {method!r}.")
@@ -351,6 +419,17 @@ def fit_map(
         Best hyperparameters found.
     log_post : float
         Their log posterior.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import LogPosterior, Matern52, fit_map, initial_hyper
+    >>> X = np.linspace(0, 1, 5)[:, None]
+    >>> y = np.sin(6 * X[:, 0])
+    >>> kernel = Matern52().set_n_dims(1)
+    >>> theta, log_post = fit_map(kernel, X, y, rng=np.random.default_rng(0))
+    >>> bool(log_post >= LogPosterior(kernel, X, y)(initial_hyper(kernel)))
+    True
     """
     with single_blas_thread():
         return _fit_map(kernel, X, y, rng, n_restarts, theta0, maxiter, log_posterior)

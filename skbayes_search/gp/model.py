@@ -54,6 +54,17 @@ class GaussianProcess:
         ``L_^{-1} (y_ - mean)``.
     jitter_ : float
         Diagonal jitter that the factorisation needed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import GaussianProcess, Matern52, initial_hyper
+    >>> X = np.linspace(0, 1, 5)[:, None]
+    >>> kernel = Matern52().set_n_dims(1)
+    >>> gp = GaussianProcess(kernel).fit(X, np.sin(6 * X[:, 0]), initial_hyper(kernel))
+    >>> mean, var = gp.predict(X)
+    >>> mean.shape, bool(np.all(var < 0.05))
+    ((5,), True)
     """
 
     def __init__(self, kernel: Kernel):

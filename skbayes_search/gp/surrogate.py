@@ -24,7 +24,14 @@ __all__ = ["GPSurrogate", "as_generator"]
 
 
 def as_generator(random_state: Any) -> np.random.Generator:
-    """A numpy Generator from None, an int, a Generator or a RandomState."""
+    """A numpy Generator from None, an int, a Generator or a RandomState.
+
+    Examples
+    --------
+    >>> from skbayes_search.gp import as_generator
+    >>> bool(as_generator(0).integers(100) == as_generator(0).integers(100))
+    True
+    """
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
@@ -90,6 +97,19 @@ class GPSurrogate:
     n_fits_ : int
     widths_ : ndarray
         Slice-sampling bracket widths (MCMC), adapted once from the burn-in.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import GPSurrogate
+    >>> X = np.linspace(0, 1, 8)[:, None]
+    >>> gp = GPSurrogate(n_samples=4, n_burn=20, random_state=0)
+    >>> gp = gp.fit(X, np.sin(6 * X[:, 0]))
+    >>> gp.n_models, len(gp.posteriors)
+    (4, 4)
+    >>> mean, std = gp.predict(X[:3])
+    >>> mean.shape
+    (4, 3)
     """
 
     def __init__(

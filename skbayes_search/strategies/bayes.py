@@ -238,6 +238,24 @@ class BayesProposer:
         Sobol points before the GP proposes.
     seed : int
         Seeds the initial design and the surrogates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._trial import SearchContext
+    >>> from skbayes_search.space import Real, SearchSpace
+    >>> from skbayes_search.strategies.bayes import BayesProposer
+    >>> ctx = SearchContext(
+    ...     space=SearchSpace({"C": Real(0.1, 10.0)}), rng=np.random.default_rng(0),
+    ...     seed=0, n_train=100, n_classes=2, n_splits=3, budget=10,
+    ...     max_time=None, n_jobs_effective=1, start_time=0.0,
+    ... )
+    >>> proposer = BayesProposer(
+    ...     acquisition="ei", hyperparameter_sampling="map", n_initial_points=3, seed=0
+    ... )
+    >>> trials = proposer.ask(ctx, ctx.trials, 2, fraction=1.0, iteration=0)
+    >>> [(sorted(t.params), t.fraction) for t in trials]  # the first design points
+    [(['C'], 1.0), (['C'], 1.0)]
     """
 
     def __init__(
