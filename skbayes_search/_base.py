@@ -281,7 +281,10 @@ class BaseBayesSearchCV(BaseSearchCV):
         self.n_splits_ = cv.get_n_splits(X, y, **split_params)
         # The splits are fixed once so that every trial, whatever its
         # fraction, is scored on the same validation rows.
-        splits = list(cv.split(X, y, **split_params))
+        splits = [
+            (_as_indices(train, X), _as_indices(test, X))
+            for train, test in cv.split(X, y, **split_params)
+        ]
         if len(splits) != self.n_splits_:
             raise ValueError(
                 "cv.split and cv.get_n_splits return inconsistent results. "
@@ -567,3 +570,20 @@ def _num_features_or_none(X: Any) -> int | None:
         return int(_num_features(X))
     except TypeError:
         return None
+
+
+def _as_indices(split: Any, X: Any) -> np.ndarray:
+    """Row indices of one side of a CV split, which may be a boolean mask.
+
+    scikit-learn's searches accept ``(mask_train, mask_test)`` pairs; read as
+    indices, a mask would put rows 0 and 1 in every fold.
+    """
+    split = np.asarray(split)
+    if split.dtype != bool:
+        return split
+    if split.shape != (_num_samples(X),):
+        raise ValueError(
+            f"cv: a boolean mask of shape {split.shape} does not match the "
+            f"{_num_samples(X)} samples of X."
+        )
+    return np.flatnonzero(split)

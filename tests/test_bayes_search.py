@@ -490,3 +490,39 @@ def test_ei_per_second_pi_lcb_and_map_run(iris):
             random_state=0,
         ).fit(X, y)
         assert np.isfinite(search.cv_results_["acquisition_value"][3:]).all()
+
+
+def test_boolean_mask_splits_score_like_grid_search():
+    # Masks read as indices would put rows 0 and 1 in every fold.
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.svm import SVC
+
+    X, y = make_classification(n_samples=90, random_state=0)
+    masks = []
+    for train, _ in KFold(3, shuffle=True, random_state=0).split(X):
+        m_train = np.zeros(len(X), dtype=bool)
+        m_train[train] = True
+        masks.append((m_train, ~m_train))
+    space = {"C": [0.1, 1.0, 10.0]}
+    ours = BayesSearchCV(SVC(), space, n_iter=3, cv=masks, random_state=0).fit(X, y)
+    grid = GridSearchCV(SVC(), space, cv=masks).fit(X, y)
+    by_c = dict(
+        zip(
+            [p["C"] for p in grid.cv_results_["params"]],
+            grid.cv_results_["mean_test_score"],
+        )
+    )
+    for params, score in zip(
+        ours.cv_results_["params"], ours.cv_results_["mean_test_score"]
+    ):
+        assert score == pytest.approx(by_c[params["C"]])
+    assert ours.best_score_ == pytest.approx(grid.best_score_)
+
+
+def test_boolean_mask_of_the_wrong_length_is_refused():
+    from sklearn.svm import SVC
+
+    X, y = make_classification(n_samples=40, random_state=0)
+    bad = [(np.ones(30, dtype=bool), np.ones(30, dtype=bool))]
+    with pytest.raises(ValueError, match="cv: a boolean mask"):
+        BayesSearchCV(SVC(), {"C": [1.0, 2.0]}, n_iter=2, cv=bad).fit(X, y)
