@@ -23,6 +23,12 @@ class Trial:
         Iteration (BO step or stage) recorded in ``cv_results_["iter"]``.
     extras : dict, default={}
         Extra ``cv_results_`` columns for this trial (strategy-specific).
+
+    Examples
+    --------
+    >>> from skbayes_search._trial import Trial
+    >>> Trial({"C": 1.0}, fraction=0.25, iter=3)
+    Trial(params={'C': 1.0}, fraction=0.25, iter=3, extras={})
     """
 
     params: dict
@@ -95,6 +101,28 @@ class SearchContext:
 
     Strategies read the finished trials and the budget from here; only the
     base appends to :attr:`trials`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._trial import SearchContext, TrialRecord
+    >>> from skbayes_search.space import Real, SearchSpace
+    >>> ctx = SearchContext(
+    ...     space=SearchSpace({"C": Real(0.1, 10.0)}), rng=np.random.default_rng(0),
+    ...     seed=0, n_train=100, n_classes=2, n_splits=3, budget=10,
+    ...     max_time=None, n_jobs_effective=1, start_time=0.0,
+    ... )
+    >>> def record(score):
+    ...     return TrialRecord(
+    ...         params={"C": 1.0}, x=np.array([0.1]), fraction=1.0, n_resources=100,
+    ...         score=score, cost=0.5, fit_time=0.4, failed=np.isnan(score), iter=0,
+    ...         elapsed_time=1.0,
+    ...     )
+    >>> ctx.trials += [record(0.8), record(0.9), record(float("nan"))]  # as the base does
+    >>> ctx.losses()  # minus the scores; the failure gets the worst loss
+    array([-0.8, -0.9, -0.8])
+    >>> ctx.n_remaining(), ctx.n_succeeded(), ctx.time_left()
+    (7, 2, inf)
     """
 
     def __init__(
@@ -145,9 +173,13 @@ class SearchContext:
         return np.vstack([t.x for t in trials])
 
     def scores(self, trials: list[TrialRecord] | None = None) -> np.ndarray:
-        """Validation scores of finished trials (``nan`` for failures)."""
+        """Validation scores of finished trials (``nan`` for failures).
+
+        A failed trial reads as ``nan`` whatever ``error_score`` put in its
+        record, so a numeric ``error_score`` never reaches a surrogate.
+        """
         trials = self.trials if trials is None else trials
-        return np.array([t.score for t in trials], dtype=float)
+        return np.array([np.nan if t.failed else t.score for t in trials], dtype=float)
 
     def losses(self, trials: list[TrialRecord] | None = None) -> np.ndarray:
         """Finite surrogate targets: minus the score, failures penalised.
