@@ -245,7 +245,7 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     True
     >>> search.best_estimator_.n_features_in_
     4
-    >>> # the trials a heavier weight on time would have selected instead
+    >>> # the trials alpha=0 and alpha=1 would have selected among these
     >>> tradeoff_curve(search, [0.0, 1.0]).shape
     (2,)
     """
