@@ -118,7 +118,7 @@ class SearchContext:
     ...         score=score, cost=0.5, fit_time=0.4, failed=np.isnan(score), iter=0,
     ...         elapsed_time=1.0,
     ...     )
-    >>> ctx.trials += [record(0.8), record(0.9), record(float("nan"))]  # as the base does
+    >>> ctx.trials += [record(0.8), record(0.9), record(float("nan"))]  # the base
     >>> ctx.losses()  # minus the scores; the failure gets the worst loss
     array([-0.8, -0.9, -0.8])
     >>> ctx.n_remaining(), ctx.n_succeeded(), ctx.time_left()
