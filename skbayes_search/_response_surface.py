@@ -301,7 +301,7 @@ class ResponseSurface:
     [-1.0, 1.0, 0.0]
     """
 
-    def __init__(self, prior: list[PriorDataset], neighbours: Any, n_dims: int):
+    def __init__(self, prior: list[PriorDataset], neighbours: Any, n_dims: int) -> None:
         self.n_dims = int(n_dims)
         neighbours = set(int(i) for i in neighbours)
         blocks, ys, group_stds = [], [], []
