@@ -6,6 +6,7 @@ import warnings
 from collections import Counter
 from typing import Any
 
+import numpy as np
 from sklearn.exceptions import FitFailedWarning
 
 from ._trial import SearchContext
@@ -38,6 +39,15 @@ def warn_about_failures(
 ) -> None:
     """One FitFailedWarning counting the failed trials and their errors."""
     n_failed = sum(t.failed for t in ctx.trials)
+    n_nan = sum(not t.failed and not np.isfinite(t.score) for t in ctx.trials)
+    if n_nan:
+        warnings.warn(
+            f"{n_nan} of {len(ctx.trials)} trials fitted but scored NaN or inf; "
+            "the surrogate saw them as the worst observed score. Check the "
+            "scoring for folds where it is undefined (e.g. one class only).",
+            UserWarning,
+            stacklevel=4,
+        )
     if not n_failed:
         return
     errors = Counter(
