@@ -182,8 +182,7 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
     --------
     >>> from sklearn.datasets import load_iris
     >>> from sklearn.svm import SVC
-    >>> from skbayes_search import Real
-    >>> from skbayes_search.strategies.multistage import MultiStageBayesSearchCV
+    >>> from skbayes_search import MultiStageBayesSearchCV, Real
     >>> X, y = load_iris(return_X_y=True)
     >>> search = MultiStageBayesSearchCV(
     ...     SVC(),
