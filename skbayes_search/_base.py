@@ -334,6 +334,7 @@ class BaseBayesSearchCV(BaseSearchCV):
                 },
             )
             self.run_name_ = journal.run_name
+            ctx.journal = journal
 
         sample_weight = params.get("sample_weight")
         callbacks = SearchCallbacks(

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import uuid
-import weakref
 from typing import Any
 
 import numpy as np
@@ -19,25 +17,11 @@ from .storage import TrialStore, to_json
 FAILED_EARLIER = "The fit failed in an earlier session of this run (see the store)."
 
 
-# The TrialStore in use for each file path in this process.
-_STORES: weakref.WeakValueDictionary[str, TrialStore] = weakref.WeakValueDictionary()
-_STORES_LOCK = threading.Lock()
-
-
 def as_store(store: TrialStore | str | os.PathLike | None) -> TrialStore | None:
-    """The store a search was given: a TrialStore or a path to one.
-
-    A path gives the TrialStore already in use for that file in this process,
-    if any, so that a search and its strategy share one connection.
-    """
+    """The store a search was given: a TrialStore or a path to one."""
     if store is None or isinstance(store, TrialStore):
         return store
-    key = os.path.abspath(os.fspath(store))
-    with _STORES_LOCK:
-        found = _STORES.get(key)
-        if found is None:
-            found = _STORES[key] = TrialStore(store)
-    return found
+    return TrialStore(store)
 
 
 def trial_score(row: dict) -> float:

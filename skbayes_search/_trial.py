@@ -150,6 +150,9 @@ class SearchContext:
         self.n_jobs_effective = n_jobs_effective
         self.start_time = start_time
         self.trials: list[TrialRecord] = []
+        #: The run's journal in the search's store (None without a store);
+        #: a strategy reading other runs reads them through its store.
+        self.journal: Any = None
 
     def elapsed(self) -> float:
         """Seconds since the search's ``fit`` started."""

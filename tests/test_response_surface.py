@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from skbayes_search import Real
-from skbayes_search._journal import as_store, trial_score
+from skbayes_search._journal import trial_score
 from skbayes_search._response_surface import (
     PriorDataset,
     ResponseSurface,
@@ -301,8 +301,6 @@ def test_prior_datasets_from_the_store_public_api(tmp_path):
     (data,) = prior_datasets(runs, n_dims=1)
     assert data.name == "old"
     np.testing.assert_allclose(data.losses, [-0.6, -0.4])
-    # a path names the same TrialStore while it is in use: one connection
-    assert as_store(str(path)) is as_store(str(path))
 
 
 def test_tried_configurations_and_best_prior_points():

@@ -16,7 +16,6 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV, shared_params
-from .._journal import as_store
 from .._numerics import single_blas_thread
 from .._response_surface import (
     META_KEYS,
@@ -306,9 +305,9 @@ feature_names_in_
         return np.asarray(mf, dtype=float).copy()
 
     def _init_search(self, ctx: SearchContext) -> None:
-        # the TrialStore the base journals this run to: one connection
-        store = as_store(self.store)
-        current = store.run(store.run_id(self.run_name_))
+        # the store the base journals this run to: one connection
+        store = ctx.journal.store
+        current = store.run(ctx.journal.run_id)
         prior = prior_datasets(
             store.finished_runs(
                 estimator_class=current["estimator_class"],
