@@ -1,19 +1,26 @@
 """Tests of the entropy-search maths used by FABOLAS."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
+from skbayes_search._numerics import log_mean_exp
+from skbayes_search.acquisition import log_ei
 from skbayes_search.acquisition.entropy import (
     RepresenterPosterior,
     entropy,
+    entropy_search_per_cost,
     fabolas_acquisition,
     gauss_hermite,
     information_gain,
     pmin_monte_carlo,
     rank_one_update,
+    representers_by_ei,
     sample_representers,
     standard_normal_draws,
 )
+from skbayes_search.gp import GPSurrogate
 
 
 def _sqexp(A, B, length=0.3):
@@ -210,3 +217,103 @@ def test_fabolas_acquisition_trades_gain_against_cost():
     assert np.argmax(a) == 2
     with pytest.raises(ValueError, match="overhead"):
         fabolas_acquisition(gain, log_cost, overhead=-1.0)
+
+
+# ----------------------------------------------------------------------
+# the acquisition over a surrogate's posteriors
+# ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def surrogate():
+    """A two-sample GP on a 1-D loss with its minimum near 0.3."""
+    X = np.linspace(0.0, 1.0, 7)[:, None]
+    y = 2.0 + 3.0 * (X[:, 0] - 0.3) ** 2
+    gp = GPSurrogate(n_samples=2, n_burn=20, random_state=0)
+    return gp.fit(X, y), X
+
+
+def test_representers_by_ei_weights_by_mean_ei_over_the_posteriors(surrogate):
+    gp, X = surrogate
+    pool = np.linspace(0.0, 1.0, 60)[:, None]
+    idx = representers_by_ei(
+        gp.posteriors, pool, X[2:3], 10, np.random.default_rng(1), include=[7]
+    )
+    # the same draw from the weights computed by hand
+    log_eis = []
+    for post in gp.posteriors:
+        mean, var = post.predict(pool)
+        log_eis.append(log_ei(mean, np.sqrt(var), post.predict(X[2:3])[0][0]))
+    log_w = log_mean_exp(np.vstack(log_eis), axis=0)
+    expected = sample_representers(log_w, 10, np.random.default_rng(1), include=[7])
+    np.testing.assert_array_equal(idx, expected)
+    assert idx[0] == 7 and len(set(idx)) == 10
+    # points near the minimum are drawn far more often than the far end
+    rng = np.random.default_rng(2)
+    hits = np.zeros(60)
+    for _ in range(100):
+        hits[representers_by_ei(gp.posteriors, pool, X[2:3], 5, rng)] += 1
+    assert hits[12:24].mean() > 3 * hits[48:].mean()
+
+
+def test_entropy_search_per_cost_is_the_mean_gain_per_second(surrogate):
+    gp, _ = surrogate
+    Z = np.linspace(0.0, 1.0, 9)[:, None]
+    U = np.array([[0.05], [0.3], [0.62], [0.95]])
+
+    def log_cost(V):
+        return np.log(1.0 + V[:, 0])[None, :]
+
+    screen, precise = entropy_search_per_cost(
+        gp.posteriors,
+        Z,
+        log_cost,
+        np.random.default_rng(3),
+        overhead=0.5,
+        n_samples=256,
+        n_screen=64,
+    )
+    normals = standard_normal_draws(256, len(Z) + 1, np.random.default_rng(3))
+    gains, gains_screen = [], []
+    for post in gp.posteriors:
+        rep = RepresenterPosterior(*post.predict(Z, full_cov=True), normals)
+        cross = post.cross_cov(U, Z)
+        var_y = post.predict(U)[1] + post.noise_var
+        gains.append(rep.information_gain(cross, var_y))
+        gains_screen.append(rep.information_gain(cross, var_y, n_samples=64))
+    expected = fabolas_acquisition(np.vstack(gains), log_cost(U), 0.5)
+    np.testing.assert_allclose(precise(U), expected, rtol=1e-9, atol=1e-12)
+    expected = fabolas_acquisition(np.vstack(gains_screen), log_cost(U), 0.5)
+    np.testing.assert_allclose(screen(U), expected, rtol=1e-9, atol=1e-12)
+    assert np.all(expected[[0, 3]] > 0)  # informative candidates
+
+
+def test_entropy_search_per_cost_marks_unaffordable_and_ignores_threads(surrogate):
+    gp, _ = surrogate
+    Z = np.linspace(0.0, 1.0, 6)[:, None]
+    U = np.array([[0.1], [0.5], [0.9]])
+    calls = []
+
+    def cost(V):
+        calls.append(len(V))
+        return 10.0 * V[:, 0]
+
+    def acquisition(max_cost, pmap=map):
+        return entropy_search_per_cost(
+            gp.posteriors,
+            Z,
+            lambda V: np.zeros((1, len(V))),
+            np.random.default_rng(4),
+            cost=cost,
+            max_cost=max_cost,
+            n_samples=128,
+            pmap=pmap,
+        )
+
+    free = acquisition(np.inf)[1](U)
+    assert not calls  # no budget: the cost is never computed
+    bounded = acquisition(5.0)[1](U)
+    np.testing.assert_array_equal(
+        bounded, np.where(10.0 * U[:, 0] > 5.0, -np.inf, free)
+    )
+    with ThreadPoolExecutor(2) as pool:
+        threaded = acquisition(5.0, pool.map)[1](U)
+    np.testing.assert_array_equal(threaded, bounded)

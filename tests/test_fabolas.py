@@ -12,18 +12,12 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from skbayes_search._cost_model import CostModel, cost_curve, slow_cost
 from skbayes_search._trial import SearchContext, TrialRecord
 from skbayes_search.gp import GaussianProcess
+from skbayes_search.gp.fabolas_kernels import fabolas_kernels
 from skbayes_search.space import Real, SearchSpace
-from skbayes_search.strategies.fabolas import (
-    FabolasSearchCV,
-    cost_curve,
-    full_data_cost,
-    make_kernels,
-    reserve_seconds,
-    slow_cost,
-    slow_full_data_cost,
-)
+from skbayes_search.strategies.fabolas import FabolasSearchCV
 
 # The checks scikit-learn itself marks as expected failures for its searches.
 EXPECTED_FAILED_CHECKS = {
@@ -66,7 +60,7 @@ def test_sklearn_compatible(estimator, check):
 # ----------------------------------------------------------------------
 def test_basis_kernels_psd_and_loss_correlation_closed_form():
     rng = np.random.default_rng(0)
-    loss_k, cost_k = make_kernels(2)
+    loss_k, cost_k = fabolas_kernels(2)
     X = np.column_stack([rng.random((40, 2)), rng.random(40)])
     X[:5, 2] = 1.0
     for kernel in (loss_k, cost_k, loss_k.k2, cost_k.k2):
@@ -319,118 +313,6 @@ def test_max_time_still_evaluates_incumbent_on_all_data(data):
 # ----------------------------------------------------------------------
 # budgeting the final full-data evaluation
 # ----------------------------------------------------------------------
-def test_cost_curve_extrapolates_fixed_plus_variable_cost():
-    f = np.geomspace(1 / 512, 1 / 8, 12)
-    # fixed costs flatten the curve on tiny subsets: one power law through
-    # all fractions has a slope far below the variable part's 1.7
-    cost = 0.02 + 50.0 * f**1.7
-    assert np.polyfit(np.log(f), np.log(cost), 1)[0] < 1.3
-    c0, curve = cost_curve(f, cost)
-    assert c0 == pytest.approx(cost.min())
-    assert full_data_cost(c0, curve, f[-1], cost[-1]) == pytest.approx(50.02, rel=0.1)
-    # a log-log slope that keeps growing is read as convex, and extrapolates
-    # further than a line through the largest fractions does
-    # (given enough fits over a wide enough span to read a curvature from)
-    wide = np.geomspace(1 / 1024, 1 / 4, 16)
-    bent = 0.02 + 10.0 * wide**1.2 + 40.0 * wide**2.2
-    c0, curve = cost_curve(wide, bent)
-    assert curve[0] > 0
-    top = wide > wide[-1] / 16
-    slope = np.polyfit(np.log(wide[top]), np.log(bent[top] - c0), 1)[0]
-    line = c0 + (bent[-1] - c0) * wide[-1] ** -slope
-    assert line < full_data_cost(c0, curve, wide[-1], bent[-1]) < 50.02
-    # fewer fits, or a narrower span, give a line: the design's 10 fits over
-    # a factor 8 are too few to tell curvature from scatter
-    assert cost_curve(wide[-10:], bent[-10:])[1][0] == 0.0
-    # too few, or too narrow a span of, mostly-variable costs: linear
-    c0, curve = cost_curve([0.1, 0.12, 0.15], [1.0, 5.0, 20.0])
-    assert full_data_cost(c0, curve, 0.1, 2.0) == pytest.approx(1.0 + 1.0 * 10)
-    c0, curve = cost_curve(f, np.full(12, 0.3))
-    assert full_data_cost(c0, curve, 0.1, 0.3) == pytest.approx(0.3 + 0.3 * 10)
-    # read off few fits or a narrow span, growth is taken as at least linear
-    c0, curve = cost_curve(f, 0.01 + f**0.5)
-    assert full_data_cost(c0, curve, 0.1, 1.0) == pytest.approx(c0 + (1 - c0) * 10)
-    # the implied exponent is kept in [0, 3]
-    assert full_data_cost(0.0, np.array([0.0, 5.0, 0.0]), 0.1, 1.0) == pytest.approx(
-        1000.0
-    )
-    assert full_data_cost(0.5, np.array([0.0, -1.0, 0.0]), 0.1, 2.0) == 2.0
-    assert full_data_cost(0.0, curve, 1.0, 7.0) == 7.0
-
-
-def test_cost_set_by_the_configuration_is_not_scaled_with_the_rows():
-    # HistGradientBoosting-like costs: mostly fixed per configuration (its
-    # number of iterations), growing slowly with the rows. Many fits over a
-    # wide span show that slow growth, so the costliest configuration's fit
-    # on the smallest subset is not scaled 800-fold to all rows.
-    rng = np.random.default_rng(0)
-    fractions = np.exp(rng.uniform(np.log(1 / 800), np.log(0.7), 60))
-    fixed = np.exp(rng.uniform(np.log(0.03), np.log(0.6), 60))
-    fractions[0], fixed[0] = 1 / 800, 0.6
-    costs = fixed * (1.0 + 0.3 * fractions**0.7)
-    truth = 1.3 * fixed[0]
-    c0, curve = cost_curve(fractions, costs)
-    assert 0.5 * truth < full_data_cost(c0, curve, fractions[0], costs[0]) < 2 * truth
-    own = np.arange(60) == 0
-    # five splits on two workers: three rounds of one split each
-    wall = reserve_seconds(fractions, costs, own, n_splits=5, n_jobs=2)
-    assert 0.5 * truth * 3 / 5 < wall < 3 * truth * 3 / 5
-
-
-def test_reserve_covers_a_slower_configuration_than_the_incumbent():
-    # SVC-like costs per split on 18,000 rows: fixed, scoring (linear) and
-    # fitting (quadratic) parts, the fit three times slower for every other
-    # configuration (large C). The reserve is set aside for a fast incumbent
-    # tried on 1/8 of the rows, but the final evaluation may be of a slow one
-    # (the incumbent can change after the last proposal): its 60 s fits on
-    # five splits and two workers take three rounds.
-    def per_split(fractions, slowdown):
-        return 0.01 + fractions + 20.0 * fractions**2 * slowdown
-
-    n = 80
-    slowdown = np.where(np.arange(n) % 2 == 0, 3.0, 1.0)
-    own = np.arange(n) == 1
-    truth = 3 * per_split(1.0, 3.0)
-    ratios = []
-    for seed in range(8):
-        rng = np.random.default_rng(seed)
-        fractions = np.exp(rng.uniform(np.log(20 / 18_000), np.log(0.7), n))
-        fractions[1] = 1 / 8
-        costs = 5 * per_split(fractions, slowdown)
-        wall = reserve_seconds(fractions, costs, own, n_splits=5, n_jobs=2)
-        c0, curve = cost_curve(fractions, costs)
-        alone = 1.5 * full_data_cost(c0, curve, 1 / 8, costs[1]) * 3 / 5
-        assert alone < truth  # its own fit, scaled, would leave it short
-        assert wall > alone
-        ratios.append(wall / truth)
-        # one cost curve for every configuration: the own fit decides
-        same = 5 * per_split(fractions, 1.0)
-        c0, curve = cost_curve(fractions, same)
-        own_only = 1.5 * full_data_cost(c0, curve, 1 / 8, same[1]) * 3 / 5
-        assert reserve_seconds(fractions, same, own, 5, 2) == pytest.approx(own_only)
-        assert 0 < slow_full_data_cost(fractions, same, c0, curve) * 3 / 5 < own_only
-        # too few fits read the curve for a population bound
-        assert slow_full_data_cost(fractions[:5], same[:5], c0, curve) == 0.0
-    # a 95 % bound of a two-valued population: about the slow value
-    assert np.median(ratios) >= 1.0
-    assert 0.8 < min(ratios) and max(ratios) < 3.0
-
-
-def test_slow_cost_scales_the_larger_fits_to_any_fraction():
-    rng = np.random.default_rng(0)
-    fractions = np.exp(rng.uniform(np.log(1 / 900), np.log(0.7), 60))
-    slowdown = np.where(np.arange(60) % 2 == 0, 3.0, 1.0)
-    costs = 5 * (0.01 + fractions + 20.0 * fractions**2 * slowdown)
-    c0, curve = cost_curve(fractions, costs)
-    to = np.array([1 / 64, 1 / 8, 0.5, 1.0])
-    bound = slow_cost(fractions, costs, c0, curve, to)
-    assert bound[-1] == pytest.approx(slow_full_data_cost(fractions, costs, c0, curve))
-    assert np.all(np.diff(bound) > 0)
-    # a slow fit: above what the slow configurations cost there, not far above
-    slow = 5 * (0.01 + to + 60.0 * to**2)
-    assert np.all(bound[1:] > 0.8 * slow[1:]) and np.all(bound < 3 * slow)
-
-
 def _hand_built_context(n_train, n_splits, workers, per_split, seed=0):
     """A search context with 40 finished trials, as FABOLAS runs them: most
     on tiny subsets, at most 1/8 of the data, the first configuration (the
@@ -485,12 +367,17 @@ def test_final_evaluation_reserve_follows_convex_cost():
     search = FabolasSearchCV(Synthetic(), SPACE, min_resources=40, **SMALL)
     search._init_search(ctx)
     search._fit_models(ctx)
+    costs = search._cost_model(ctx)
     # five splits on two workers: three rounds of one split each
     truth = 3 * per_split(1.0)
-    gp_only = search._cost_upper(search._with_s(U[:1], 1.0))[0] * 3 / n_splits
+    x_full = search._axis.with_s(U[:1], 1.0)
+    gp_only = costs.upper(x_full)[0] * 3 / n_splits
     assert gp_only < 0.5 * truth  # alone, it would overrun max_time
-    reserve = search._full_data_seconds(ctx, 0)
+    own = [np.array_equal(t.x, U[0]) for t in ctx.trials]
+    reserve = costs.full_data_seconds(x_full, own)
     assert 0.7 * truth < reserve < 2.0 * truth
+    # the search sets aside the same (it is far below half of max_time)
+    assert search._final_reserve(ctx, costs, 0) == reserve
 
 
 def test_proposal_does_not_depend_on_the_threads_it_uses():
@@ -519,9 +406,7 @@ def test_an_outsized_reserve_does_not_end_the_search(data, monkeypatch):
     # beyond max_time; the reserve is capped at half of it, so the search
     # goes on instead of stopping right after the initial design
     X, y = data
-    monkeypatch.setattr(
-        FabolasSearchCV, "_full_data_seconds", lambda self, ctx, inc: 1e6
-    )
+    monkeypatch.setattr(CostModel, "full_data_seconds", lambda self, x, own: 1e6)
     search = FabolasSearchCV(
         Synthetic(), SPACE, n_iter=8, max_time=120.0, n_initial_points=3, **SMALL
     ).fit(X, y)
@@ -580,16 +465,17 @@ def test_proposals_the_cost_gp_underrates_are_not_affordable_near_the_end():
     search._fit_models(ctx)
     inc = search._update_incumbent(ctx)
     Z = search._representers(ctx, inc)
-    models = list(search._loss_gp.models_)
-    full, tiny = search._with_s(U[:8], 1.0), search._with_s(U[:8], 0.0)
-    gp_full = search._cost_upper(full).max()
+    posteriors = search._loss_gp.posteriors
+    costs = search._cost_model(ctx)
+    full, tiny = search._axis.with_s(U[:8], 1.0), search._axis.with_s(U[:8], 0.0)
+    gp_full = costs.upper(full).max()
     fractions = [t.fraction for t in ctx.trials]
     slow = slow_cost(fractions, ctx.costs(), *cost_curve(fractions, ctx.costs()), 1.0)
     max_cost = 0.5 * (gp_full + slow[0])
     # the GP's bound would admit a full fit, which would overrun
     assert gp_full < max_cost < n_splits * per_split(1.0)
-    _, precise = search._acquisition(ctx, Z, models, 0.1, max_cost)
+    _, precise = search._acquisition(ctx, Z, posteriors, 0.1, costs, max_cost)
     assert np.all(np.isinf(precise(full)))
     assert np.all(np.isfinite(precise(tiny)))
-    _, unbounded = search._acquisition(ctx, Z, models, 0.1)
+    _, unbounded = search._acquisition(ctx, Z, posteriors, 0.1, costs)
     assert np.all(np.isfinite(unbounded(full)))

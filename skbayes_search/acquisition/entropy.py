@@ -1,92 +1,54 @@
 """Entropy search on a finite set of representer points (Hennig & Schuler 2012).
 
-The maths FABOLAS (Klein et al. 2017, paper 001) needs, written on Gaussian
-posterior moments so that it is independent of any particular GP code:
+The maths of FABOLAS's acquisition (Klein et al. 2017, paper 001), written on
+Gaussian posterior moments and, for the full acquisition, on the surrogate's
+posterior interface:
 
-- :func:`sample_representers` picks the ``N`` representer points ``Z`` at
-  which the distribution of the minimiser, ``p_min``, is represented (drawn
-  proportionally to a proposal weight such as expected improvement, plus
-  points that must be included, e.g. the incumbent);
-- :func:`pmin_monte_carlo` estimates ``p_min`` from joint posterior draws of
-  ``f(Z)``;
-- :func:`information_gain` is the expected change of the relative entropy of
-  ``p_min`` if a noisy observation ``y`` of ``f`` were made at a candidate
-  point, vectorised over many candidates;
-- :func:`fabolas_acquisition` divides the gain by the predicted cost plus the
-  optimiser's own overhead (paper eq. 7).
+- :func:`sample_representers` and :func:`representers_by_ei` pick the ``N``
+  representer points ``Z`` on which the distribution of the minimiser,
+  ``p_min``, is represented;
+- :func:`pmin_monte_carlo` estimates ``p_min`` from joint draws of ``f(Z)``;
+  :class:`RepresenterPosterior` keeps those draws fixed (common random
+  numbers) and its :meth:`~RepresenterPosterior.information_gain` is the
+  expected entropy reduction of ``p_min`` from a fantasised observation at
+  each of many candidates: the exact rank-1 update of ``f(Z)``'s posterior
+  applied to the same draws by Matheron's rule, averaged over the
+  observation by Gauss-Hermite quadrature;
+- :func:`fabolas_acquisition` divides the gain by the predicted cost plus
+  the optimiser's overhead (paper eq. 7), and :func:`entropy_search_per_cost`
+  builds the screening and precise versions of that acquisition over a
+  surrogate's hyperparameter samples.
 
-**How p_min is computed: Monte Carlo with common random numbers.** With
-posterior mean ``m`` and covariance ``K`` of ``f(Z)`` and a fixed matrix of
-standard-normal draws ``E`` (scrambled Sobol points mapped through the
-normal quantile, shape ``(S, N + 1)``), the draws ``F = m + E[:, :N] L^T``
-(``L L^T = K``) give ``p_min(z_i) = #{s : argmin_j F_sj = i} / S``.
-
-A fantasised observation at a candidate ``(x, s)`` changes the joint
-posterior of ``f(Z)`` by the exact rank-1 Gaussian update (:func:`rank_one_update`)
-
-    m' = m + c w / sqrt(v),   K' = K - c c^T / v,
-
-where ``c = Cov(f(Z), f(x, s))``, ``v = Var f(x, s) + noise`` and
-``w ~ N(0, 1)`` is the standardised fantasy outcome. Draws from this updated
-posterior are produced from the *same* draws ``F`` by Matheron's rule: a joint
-draw of the observation is ``y_s = a_s + r eta_s`` with
-``a_s = E[s, :N] . (L^{-1} c)``, ``r^2 = v - ||L^{-1} c||^2`` and
-``eta_s = E[s, N]``, and
-
-    F'_s = F_s + (c / v) (sqrt(v) w - (a_s + r eta_s))
-
-is then an exact draw from ``N(m', K')``. Every candidate and every fantasy
-value reuses the same ``E`` (common random numbers), so differences between
-candidates are not swamped by sampling noise, and a candidate that cannot
-move ``f(Z)`` (``c = 0``) has an information gain of exactly zero. The
-expectation over ``w`` is a Gauss-Hermite rule with ``Q`` nodes.
-
-Cost: ``O(N^3 + S N^2)`` once per posterior (Cholesky and draws) and
-``O(S N)`` for the innovations plus ``O(Q S N)`` for the argmins per
-candidate, i.e. ``O(C Q S N)`` for ``C`` candidates: with the defaults
-``S = 1024``, ``Q = 5``, ``N = 50`` that is 256,000 element operations per
-candidate and posterior, about 0.5 ms on one core. A caller scoring many
-candidates can screen them on the leading ``n_samples`` draws
-(:meth:`RepresenterPosterior.information_gain`) and score only the best on
-all of them, as FABOLAS does (128 draws, then 1024 for the best 16).
-Candidates are processed in chunks, so memory stays at about 16 MB. Measured
-on a 1-D GP with 12 representers, the Monte Carlo error of a single gain is
-about 0.009 nats at ``S = 1024`` (0.02 at ``S = 256``); with common random
-numbers the error of the difference between neighbouring candidates is about
-half of that, where independent draws per candidate leave it at about the
-single-gain error. The estimate is exactly zero for a candidate uncorrelated
-with the representers.
-
-Expectation propagation (Hennig & Schuler's choice) costs ``O(N^4)`` per
-``p_min`` and would have to be rerun for every candidate and fantasy value
-to use the exact update, which is far more expensive at these sizes.
-
-**Base measure.** The relative entropy is taken with respect to the uniform
-measure over the representers, ``KL(p || u) = sum_i p_i log p_i + log N``.
-The information gain is ``E_y[KL(p' || u)] - KL(p || u) = H(p) - E_y[H(p')]``.
-Because ``E_y[p'] = p`` (the current ``p_min`` is the average of the
-fantasised ones), correcting for a non-uniform proposal density of the
-representers, as Hennig & Schuler do, only adds a term whose expectation is
-zero; it is therefore left out.
+The derivation, the cost per candidate and the measured Monte Carlo error are
+in ``doc/design/fabolas.rst``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
-from .._numerics import cholesky_psd, gauss_hermite, standard_normal_draws
+from .._numerics import (
+    cholesky_psd,
+    gauss_hermite,
+    log_mean_exp,
+    solve_lower,
+    standard_normal_draws,
+)
+from .analytic import log_ei
 
 __all__ = [
     "RepresenterPosterior",
     "entropy",
+    "entropy_search_per_cost",
     "fabolas_acquisition",
     "gauss_hermite",
     "information_gain",
     "pmin_monte_carlo",
     "rank_one_update",
+    "representers_by_ei",
     "sample_representers",
     "standard_normal_draws",
 ]
@@ -95,6 +57,8 @@ __all__ = [
 N_PMIN_SAMPLES = 1024
 #: Default number of Gauss-Hermite nodes for the expectation over y.
 N_QUADRATURE = 5
+#: Leading draws on which :func:`entropy_search_per_cost` screens candidates.
+N_SCREEN_SAMPLES = 128
 # Elements of the (chunk, S, N) work array per chunk (about 16 MB of float64).
 _CHUNK_ELEMENTS = 2_000_000
 
@@ -108,20 +72,14 @@ def entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def rank_one_update(
-    mean: np.ndarray,
-    cov: np.ndarray,
-    cross_cov: np.ndarray,
-    var_y: float,
-    w: float,
+    mean: np.ndarray, cov: np.ndarray, cross_cov: np.ndarray, var_y: float, w: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Posterior of ``f(Z)`` after observing ``y = mu_y + sqrt(var_y) w``.
 
     Parameters
     ----------
-    mean : ndarray of shape (N,)
-        Current posterior mean of ``f(Z)``.
-    cov : ndarray of shape (N, N)
-        Current posterior covariance of ``f(Z)``.
+    mean, cov : ndarray of shape (N,) and (N, N)
+        Current posterior mean ``m`` and covariance ``K`` of ``f(Z)``.
     cross_cov : ndarray of shape (N,)
         ``c = Cov(f(Z), f(x))`` at the observed point ``x``.
     var_y : float
@@ -131,10 +89,8 @@ def rank_one_update(
 
     Returns
     -------
-    mean : ndarray of shape (N,)
-        ``m + c w / sqrt(v)``.
-    cov : ndarray of shape (N, N)
-        ``K - c c^T / v``.
+    mean, cov : ndarray of shape (N,) and (N, N)
+        ``m + c w / sqrt(v)`` and ``K - c c^T / v``.
     """
     c = np.asarray(cross_cov, dtype=float)
     return (
@@ -144,18 +100,8 @@ def rank_one_update(
 
 
 def pmin_monte_carlo(samples: np.ndarray) -> np.ndarray:
-    """Share of joint draws in which each representer is the minimiser.
-
-    Parameters
-    ----------
-    samples : ndarray of shape (S, N)
-        Joint draws of ``f(Z)``.
-
-    Returns
-    -------
-    ndarray of shape (N,)
-        ``p_min``; sums to one.
-    """
+    """``p_min``: the share of joint draws ``samples`` of ``f(Z)``, shape
+    ``(S, N)``, in which each representer is the minimiser (sums to one)."""
     samples = np.asarray(samples, dtype=float)
     counts = np.bincount(np.argmin(samples, axis=1), minlength=samples.shape[1])
     return counts / samples.shape[0]
@@ -166,10 +112,8 @@ class RepresenterPosterior:
 
     Parameters
     ----------
-    mean : ndarray of shape (N,)
-        Posterior mean of ``f(Z)``.
-    cov : ndarray of shape (N, N)
-        Posterior covariance of ``f(Z)``.
+    mean, cov : ndarray of shape (N,) and (N, N)
+        Posterior mean and covariance of ``f(Z)``.
     normals : ndarray of shape (S, N + 1)
         Standard-normal draws (see :func:`standard_normal_draws`); the last
         column drives the fantasised observation. Share one array between
@@ -215,20 +159,11 @@ class RepresenterPosterior:
     def fantasy_samples(self, cross_cov: np.ndarray, var_y: float, w: float):
         """Draws of ``f(Z)`` after one fantasised observation (one candidate).
 
-        Parameters
-        ----------
-        cross_cov : ndarray of shape (N,)
-            ``Cov(f(Z), f(x))``.
-        var_y : float
-            Predictive variance of the observation at ``x`` (noise included).
-        w : float
-            Standardised fantasy outcome.
-
-        Returns
-        -------
-        ndarray of shape (S, N)
-            Exact draws from the rank-1 updated posterior
-            (:func:`rank_one_update`), made from the common random numbers.
+        ``cross_cov`` is ``Cov(f(Z), f(x))``, ``var_y`` the predictive
+        variance of the observation at ``x`` (noise included), ``w`` the
+        standardised fantasy outcome. Returns exact draws, shape ``(S, N)``,
+        from the rank-1 updated posterior (:func:`rank_one_update`), made
+        from the common random numbers.
         """
         c = np.asarray(cross_cov, dtype=float).ravel()
         innovation = self._innovations(
@@ -243,7 +178,7 @@ class RepresenterPosterior:
         # joint draws of y - E[y] consistent with the draws of f(Z) made from
         # the same rows of normals: (S, C)
         n = self.n_representers
-        A = solve_triangular(self.chol_, cross_cov.T, lower=True, check_finite=False)
+        A = solve_lower(self.chol_, cross_cov.T)
         explained = np.einsum("nc,nc->c", A, A)
         # rounding (or jitter in chol_) can make the unexplained part slightly
         # negative when y is almost a function of f(Z)
@@ -270,11 +205,8 @@ class RepresenterPosterior:
             Gauss-Hermite nodes for the expectation over the observation.
         n_samples : int, optional
             Use only the first ``n_samples`` draws (all by default): a
-            cheaper, noisier estimate for screening many candidates. The
-            leading ``2^k`` rows of the Sobol draws are a balanced point set
-            of their own, and the gain is measured against ``H(p_min)``
-            estimated from the same rows, so the estimate stays exactly zero
-            where ``c = 0``.
+            cheaper, noisier estimate for screening many candidates, still
+            exactly zero where ``c = 0``.
 
         Returns
         -------
@@ -338,20 +270,16 @@ def information_gain(
 ) -> np.ndarray:
     """Expected information gain about ``argmin f(Z)`` from observing ``y``.
 
-    Convenience wrapper around :class:`RepresenterPosterior`; build the
-    posterior object once when the same representers are scored against
-    many batches of candidates.
+    Wraps :class:`RepresenterPosterior`; build that once to score many
+    batches of candidates against the same representers.
 
     Parameters
     ----------
-    mean : ndarray of shape (N,)
-        Posterior mean of ``f`` at the representers.
-    cov : ndarray of shape (N, N)
-        Posterior covariance of ``f`` at the representers.
-    cross_cov : ndarray of shape (C, N)
-        ``Cov(f(Z), f(x_c))`` for each candidate.
-    var_y : ndarray of shape (C,)
-        ``Var f(x_c) + noise variance``.
+    mean, cov : ndarray of shape (N,) and (N, N)
+        Posterior mean and covariance of ``f`` at the representers.
+    cross_cov, var_y : ndarray of shape (C, N) and (C,)
+        ``Cov(f(Z), f(x_c))`` and ``Var f(x_c) + noise variance`` for each
+        candidate.
     normals : ndarray of shape (S, N + 1)
         Common standard-normal draws (:func:`standard_normal_draws`).
     n_quadrature : int, default=5
@@ -375,9 +303,9 @@ def sample_representers(
 ) -> np.ndarray:
     """Indices of pool points drawn without replacement proportionally to weights.
 
-    Uses the Gumbel-top-k trick on ``log_weights`` (e.g. log expected
-    improvement at ``s = 1``), so points where the minimum is plausible are
-    favoured while every point with a finite weight keeps a chance.
+    The Gumbel-top-k trick on ``log_weights`` (e.g. log expected improvement
+    at ``s = 1``): plausible minima are favoured, every finite weight keeps a
+    chance.
 
     Parameters
     ----------
@@ -408,24 +336,19 @@ def sample_representers(
 
 
 def fabolas_acquisition(
-    info_gain: np.ndarray,
-    log_cost_mean: np.ndarray,
-    overhead: float = 0.0,
+    info_gain: np.ndarray, log_cost_mean: np.ndarray, overhead: float = 0.0
 ) -> np.ndarray:
     """Information gain per second (Klein et al. 2017, eq. 7).
 
     Parameters
     ----------
     info_gain : ndarray of shape (M, C) or (C,)
-        Information gain of each candidate under each hyperparameter sample
-        of the loss model.
+        Gain of each candidate under each loss-model hyperparameter sample.
     log_cost_mean : ndarray of shape (Mc, C) or (C,)
-        Predicted mean log cost (seconds) under each hyperparameter sample
-        of the cost model.
+        Predicted mean log seconds under each cost-model sample.
     overhead : float, default=0.0
-        Seconds the optimiser itself spends per proposal; added to the
-        predicted cost because time spent thinking counts as much as time
-        spent evaluating.
+        Seconds the optimiser spends per proposal: thinking counts as much
+        as evaluating.
 
     Returns
     -------
@@ -440,3 +363,140 @@ def fabolas_acquisition(
         raise ValueError(f"overhead must be >= 0, got {overhead}.")
     denom = cost + float(overhead)
     return gain / np.maximum(denom, 1e-12)
+
+
+def representers_by_ei(
+    posteriors: Sequence[Any],
+    pool: np.ndarray,
+    incumbent: np.ndarray,
+    n_representers: int,
+    rng: np.random.Generator,
+    *,
+    include: Any = (),
+) -> np.ndarray:
+    """Representers drawn from ``pool`` in proportion to expected improvement.
+
+    A pool point's weight is its expected improvement below each posterior's
+    mean at ``incumbent`` (model input, shape ``(1, d)``), averaged over the
+    ``posteriors`` (one per hyperparameter sample of the loss model); the
+    other arguments are those of :func:`sample_representers`.
+
+    Returns
+    -------
+    ndarray of int of shape (min(n_representers, P),)
+        Pool indices, the ``include`` ones first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import GPSurrogate
+    >>> from skbayes_search.acquisition.entropy import representers_by_ei
+    >>> X = np.linspace(0, 1, 6)[:, None]
+    >>> gp = GPSurrogate(hyperparameter_sampling="map").fit(X, (X[:, 0] - 0.3) ** 2)
+    >>> pool, rng = np.linspace(0, 1, 50)[:, None], np.random.default_rng(0)
+    >>> representers_by_ei(gp.posteriors, pool, X[1:2], 5, rng, include=[15])[0]
+    np.int64(15)
+    """
+    log_eis = []
+    for post in posteriors:
+        mean, std = post.mean_std(pool)
+        best = post.mean(incumbent)[0]
+        log_eis.append(log_ei(mean, std, best))
+    log_weights = log_mean_exp(np.vstack(log_eis), axis=0)
+    return sample_representers(log_weights, n_representers, rng, include=include)
+
+
+def entropy_search_per_cost(
+    posteriors: Sequence[Any],
+    Z: np.ndarray,
+    log_cost: Callable[[np.ndarray], np.ndarray],
+    rng: np.random.Generator,
+    *,
+    overhead: float = 0.0,
+    cost: Callable[[np.ndarray], np.ndarray] | None = None,
+    max_cost: float = np.inf,
+    n_samples: int = N_PMIN_SAMPLES,
+    n_screen: int = N_SCREEN_SAMPLES,
+    n_quadrature: int = N_QUADRATURE,
+    pmap: Callable = map,
+) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    """FABOLAS's acquisition: information gain about ``argmin f(Z)`` per second.
+
+    The gain (:meth:`RepresenterPosterior.information_gain`) is averaged over
+    the loss model's posteriors and divided by the predicted cost plus
+    ``overhead`` (:func:`fabolas_acquisition`).
+
+    Parameters
+    ----------
+    posteriors : sequence of Posterior
+        The loss model's posteriors, possibly conditioned on pending points.
+    Z : ndarray of shape (N, d)
+        Representer points (model inputs).
+    log_cost : callable
+        ``U -> `` predicted mean log seconds per cost-model sample, shape
+        ``(Mc, m)`` (e.g. ``GPSurrogate.predict_mean``).
+    rng : numpy.random.Generator
+        Seeds the common standard-normal draws (consumed here, once).
+    overhead : float, default=0.0
+        Seconds added to every candidate's predicted cost.
+    cost, max_cost : callable and float, default=None and inf
+        Candidates whose cautious cost ``cost(U)`` exceeds ``max_cost``
+        seconds get ``-inf``.
+    n_samples, n_screen : int, default=1024 and 128
+        Monte Carlo draws of ``f(Z)`` for the precise estimate, and the
+        leading ones the screening estimate uses.
+    n_quadrature : int, default=5
+        Gauss-Hermite nodes for the expectation over the observation.
+    pmap : callable, default=map
+        Maps the work of each posterior (a thread pool's ``map`` spreads
+        it); the result does not depend on it.
+
+    Returns
+    -------
+    screen, precise : callable
+        ``U (m, d) -> (m,)`` estimates on the first ``n_screen`` and on all
+        draws: :func:`~skbayes_search.optimize.maximize`'s ``func`` and
+        ``refine``. Run them under ``single_blas_thread``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import GPSurrogate
+    >>> from skbayes_search.acquisition.entropy import entropy_search_per_cost
+    >>> X, Z = np.linspace(0, 1, 6)[:, None], np.linspace(0, 1, 8)[:, None]
+    >>> gp = GPSurrogate(hyperparameter_sampling="map").fit(X, np.sin(6 * X[:, 0]))
+    >>> screen, precise = entropy_search_per_cost(
+    ...     gp.posteriors, Z, gp.predict_mean, np.random.default_rng(0)
+    ... )
+    >>> precise(np.array([[0.1], [0.7]])).shape
+    (2,)
+    """
+    normals = standard_normal_draws(n_samples, len(Z) + 1, rng)
+
+    def prepare(post: Any) -> tuple:
+        mean_z, cov_z = post.predict(Z, full_cov=True)
+        rep = RepresenterPosterior(mean_z, cov_z, normals)
+        return rep, post.cross_cov_to(Z), post.noise_var
+
+    parts = list(pmap(prepare, posteriors))
+
+    def precise(U: np.ndarray, n_draws: int | None = None) -> np.ndarray:
+        U = np.atleast_2d(U)
+
+        def gain(part: tuple) -> np.ndarray:
+            rep, cov_to, noise_var = part
+            cross, var_f = cov_to(U)
+            return rep.information_gain(
+                cross, var_f + noise_var, n_quadrature, n_samples=n_draws
+            )
+
+        gains = np.vstack(list(pmap(gain, parts)))
+        values = fabolas_acquisition(gains, log_cost(U), overhead)
+        if cost is not None and np.isfinite(max_cost):
+            values = np.where(cost(U) > max_cost, -np.inf, values)
+        return values
+
+    def screen(U: np.ndarray) -> np.ndarray:
+        return precise(U, n_screen)
+
+    return screen, precise

@@ -1,0 +1,375 @@
+"""Trial costs for a time budget: FABOLAS's cost curve and final-evaluation reserve.
+
+A fit's cost is a fixed part ``c0`` plus a variable part whose log is a
+convex function of the log training fraction (:func:`cost_curve`). Along that
+curve a fit's cost on a subset is scaled to any other fraction
+(:func:`scaled_cost`, :func:`full_data_cost`); the configurations tried on
+the larger subsets give the cost of a slow fit (:func:`slow_cost`); and
+:func:`reserve_seconds` sets time aside for one configuration's full-data
+evaluation. :class:`CostModel` joins these with a cost GP's cautious bound
+for a search's budget. Why each rule and constant is what it is:
+``doc/design/fabolas.rst``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "CostModel",
+    "cost_curve",
+    "cost_upper_bound",
+    "full_data_cost",
+    "overhead_seconds",
+    "reserve_seconds",
+    "scaled_cost",
+    "slow_cost",
+    "slow_full_data_cost",
+    "wall_seconds",
+]
+
+# One-sided 95 % normal quantile.
+Z95 = 1.6448536269514722
+# Trials whose variable part is at least this share of the cost read the curve.
+VARIABLE_SHARE = 0.5
+# Bounds of the exponent a curve implies between two fractions.
+EXPONENT_BOUNDS = (0.0, 3.0)
+# Fewest slope a line read off few fits or a narrow span may have (a fit reads
+# every row).
+SPARSE_MIN_EXPONENT = 1.0
+# Slow configurations steepen faster than the curve all fits trace.
+RESERVE_MARGIN = 1.5
+# Fewer fits, or a narrower span of fractions, show scatter, not curvature.
+QUADRATIC_MIN_FITS = 10
+QUADRATIC_MIN_SPAN = 16.0
+# Fewest trials reading the curve before the slow-fit bound counts.
+POPULATION_MIN_FITS = 6
+# A larger reserve is more likely a bad extrapolation than a real cost.
+RESERVE_MAX_SHARE = 0.5
+
+
+def cost_curve(fractions: Any, costs: Any) -> tuple[float, np.ndarray]:
+    """Fixed cost and log-log curve of the variable cost of a fit.
+
+    Parameters
+    ----------
+    fractions : array-like of shape (n,)
+        Training fraction of each successful trial.
+    costs : array-like of shape (n,)
+        Its cost in seconds (summed over splits).
+
+    Returns
+    -------
+    c0 : float
+        The cheapest cost seen (a fit's fixed overhead).
+    curve : ndarray of shape (3,)
+        Coefficients (highest power first) of ``log(cost - c0)`` as a
+        polynomial in ``log fraction``, fitted to the trials whose cost is
+        mostly variable: a quadratic when they are at least
+        ``QUADRATIC_MIN_FITS`` spanning a factor ``QUADRATIC_MIN_SPAN``,
+        unless it comes out concave, then a line; with fewer or a narrower
+        span, a line of slope at least ``SPARSE_MIN_EXPONENT``; the line of
+        slope 1 with fewer than 3 or a span under a factor 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._cost_model import cost_curve
+    >>> f = np.geomspace(1 / 512, 1 / 8, 7)
+    >>> c0, curve = cost_curve(f, 0.01 + 50 * f**2)
+    >>> round(c0, 3), curve.round(2)
+    (0.01, array([0.  , 2.01, 3.93]))
+    """
+    f = np.log(np.asarray(fractions, dtype=float))
+    c = np.asarray(costs, dtype=float)
+    linear = np.array([0.0, 1.0, 0.0])
+    if not c.size:
+        return 0.0, linear
+    c0 = float(c.min())
+    variable = c - c0
+    use = variable >= VARIABLE_SHARE * c
+    if use.sum() < 3 or np.ptp(f[use]) < np.log(2.0):
+        return c0, linear
+    x, y = f[use], np.log(variable[use])
+    if use.sum() >= QUADRATIC_MIN_FITS and np.ptp(x) >= np.log(QUADRATIC_MIN_SPAN):
+        quad = np.polyfit(x, y, 2)
+        if quad[0] >= 0.0:
+            return c0, quad
+        return c0, np.concatenate([[0.0], np.polyfit(x, y, 1)])
+    slope, intercept = np.polyfit(x, y, 1)
+    return c0, np.array([0.0, max(slope, SPARSE_MIN_EXPONENT), intercept])
+
+
+def scaled_cost(
+    c0: float, curve: np.ndarray, fraction: Any, cost: Any, to: Any
+) -> np.ndarray:
+    """Costs on ``fraction`` scaled to ``to`` (arrays broadcast).
+
+    The variable part (at least ``c0``: smaller is noise) is multiplied by
+    the power of ``to / fraction`` that ``curve`` implies between them, kept
+    in ``EXPONENT_BOUNDS``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._cost_model import scaled_cost
+    >>> round(float(scaled_cost(0.5, np.array([0.0, 1.0, 0.0]), 0.1, 2.0, 1.0)), 6)
+    15.5
+    """
+    lf, lt = np.log(fraction), np.log(to)
+    gap = lt - lf
+    same = np.abs(gap) < 1e-12
+    b = (np.polyval(curve, lt) - np.polyval(curve, lf)) / np.where(same, 1.0, gap)
+    b = np.clip(b, *EXPONENT_BOUNDS)
+    variable = np.maximum(np.asarray(cost, dtype=float) - c0, c0)
+    return np.where(same, cost, c0 + variable * np.exp(b * gap))
+
+
+def full_data_cost(c0: float, curve: np.ndarray, fraction: float, cost: float) -> float:
+    """A fit's cost on all rows, from its ``cost`` on ``fraction`` of them.
+
+    :func:`scaled_cost` to fraction 1; a fit on all rows keeps its cost.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._cost_model import full_data_cost
+    >>> round(full_data_cost(0.0, np.array([0.0, 2.0, 0.0]), 0.25, 1.0), 6)
+    16.0
+    """
+    if fraction >= 1.0:
+        return float(cost)
+    return float(scaled_cost(c0, curve, fraction, cost, 1.0))
+
+
+def wall_seconds(summed: float, n_splits: int, n_jobs: int) -> float:
+    """Wall seconds of a trial alone on ``n_jobs`` workers.
+
+    ``summed`` is its cost summed over ``n_splits`` splits, which run in
+    rounds of one split per worker.
+
+    Examples
+    --------
+    >>> from skbayes_search._cost_model import wall_seconds
+    >>> wall_seconds(10.0, n_splits=5, n_jobs=2)  # three rounds of 2 s
+    6.0
+    """
+    workers = max(1, min(int(n_jobs), n_splits))
+    return summed * int(np.ceil(n_splits / workers)) / n_splits
+
+
+def slow_cost(
+    fractions: Any, costs: Any, c0: float, curve: np.ndarray, to: Any
+) -> np.ndarray:
+    """Seconds (summed over splits) of a slow fit on each fraction in ``to``.
+
+    The trials on the larger half of the fractions (among those whose cost
+    is mostly variable) are each scaled to every fraction in ``to`` along
+    ``curve``; the result is the one-sided 95 % bound of a log-normal fitted
+    to them: the spread between configurations that the smallest subsets do
+    not show. Zeros with fewer than ``POPULATION_MIN_FITS`` such trials.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._cost_model import cost_curve, slow_cost
+    >>> f = np.geomspace(1 / 256, 1 / 4, 12)
+    >>> costs = 0.01 + f * np.where(np.arange(12) % 2, 10.0, 30.0)
+    >>> slow_cost(f, costs, *cost_curve(f, costs), [0.5, 1.0]).round(1)
+    array([20.8, 41.7])
+    """
+    fractions = np.asarray(fractions, dtype=float)
+    costs = np.asarray(costs, dtype=float)
+    to = np.atleast_1d(np.asarray(to, dtype=float))
+    use = costs - c0 >= VARIABLE_SHARE * costs
+    if use.sum() < POPULATION_MIN_FITS:
+        return np.zeros(to.shape)
+    f, c = fractions[use], costs[use]
+    upper = f >= np.median(f)
+    scaled = scaled_cost(c0, curve, f[upper][:, None], c[upper][:, None], to[None, :])
+    logs = np.log(scaled)
+    return np.exp(logs.mean(axis=0) + Z95 * logs.std(axis=0, ddof=1))
+
+
+def slow_full_data_cost(
+    fractions: Any, costs: Any, c0: float, curve: np.ndarray
+) -> float:
+    """:func:`slow_cost` of a fit on all rows."""
+    return float(slow_cost(fractions, costs, c0, curve, 1.0)[0])
+
+
+def reserve_seconds(
+    fractions: Any, costs: Any, own: Any, n_splits: int, n_jobs: int
+) -> float:
+    """Wall seconds to set aside for one configuration's full-data evaluation.
+
+    Parameters
+    ----------
+    fractions, costs : array-like of shape (n,)
+        Every successful trial's fraction and cost (seconds summed over
+        splits).
+    own : array-like of bool, shape (n,)
+        The configuration's own trials.
+    n_splits, n_jobs : int
+        Splits per trial and workers running them.
+
+    Returns
+    -------
+    float
+        The smallest of the own trials' costs scaled to all rows along
+        :func:`cost_curve` (the largest fit extrapolates least), times
+        ``RESERVE_MARGIN``, but at least :func:`slow_full_data_cost` (the
+        configuration evaluated last may be another, slower one), in wall
+        seconds (:func:`wall_seconds`). 0 without an own trial.
+
+    Examples
+    --------
+    >>> from skbayes_search._cost_model import reserve_seconds
+    >>> round(reserve_seconds([0.1, 0.2], [1.0, 2.0], [False, True], 5, 5), 6)
+    1.8
+    """
+    costs = np.asarray(costs, dtype=float)
+    fractions = np.asarray(fractions, dtype=float)
+    own = np.asarray(own, dtype=bool)
+    if not own.any():
+        return 0.0
+    c0, curve = cost_curve(fractions, costs)
+    scaled = [
+        full_data_cost(c0, curve, f, c) for f, c in zip(fractions[own], costs[own])
+    ]
+    summed = max(
+        RESERVE_MARGIN * min(scaled),
+        slow_full_data_cost(fractions, costs, c0, curve),
+    )
+    return wall_seconds(summed, n_splits, n_jobs)
+
+
+def cost_upper_bound(surrogate: Any, X: Any) -> np.ndarray:
+    """A cautious cost in seconds from a GP on log seconds.
+
+    The one-sided 95 % bound of the log-cost prediction under each
+    hyperparameter sample, exponentiated and averaged over the samples:
+    overrunning a time budget costs more than stopping a little early.
+
+    Parameters
+    ----------
+    surrogate : GPSurrogate
+        Fitted on log seconds.
+    X : array-like of shape (m, d)
+        Model inputs.
+
+    Returns
+    -------
+    ndarray of shape (m,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import GPSurrogate
+    >>> from skbayes_search._cost_model import cost_upper_bound
+    >>> X = np.linspace(0, 1, 8)[:, None]
+    >>> gp = GPSurrogate(hyperparameter_sampling="map", random_state=0)
+    >>> gp = gp.fit(X, np.log(1.0 + X[:, 0]))
+    >>> bool(np.all(cost_upper_bound(gp, X) >= 1.0 + X[:, 0] - 1e-3))
+    True
+    """
+    bounds = []
+    for post in surrogate.posteriors:
+        mean, std = post.mean_std(X)
+        bounds.append(mean + Z95 * std)
+    return np.exp(np.vstack(bounds)).mean(axis=0)
+
+
+def overhead_seconds(setting: str | float, last: float | None, started: float) -> float:
+    """Seconds of optimiser overhead added to every candidate's cost.
+
+    ``setting`` is a fixed number of seconds, or ``"measured"``: the duration
+    of the ``last`` proposal, or on the first one the time since ``started``
+    (its model fits, a lower bound).
+
+    Examples
+    --------
+    >>> from skbayes_search._cost_model import overhead_seconds
+    >>> overhead_seconds("measured", 0.4, started=0.0)
+    0.4
+    """
+    if setting != "measured":
+        return float(setting)
+    if last is not None:
+        return last
+    return time.perf_counter() - started
+
+
+class CostModel:
+    """A search's view of trial costs at one proposal, for its time budget.
+
+    Parameters
+    ----------
+    surrogate : GPSurrogate
+        The cost GP (log seconds over the model inputs).
+    fractions, costs : array-like of shape (n,)
+        Fraction and cost (seconds summed over splits) of every successful
+        trial.
+    n_splits, n_jobs : int
+        Splits per trial and workers running them.
+
+    Attributes
+    ----------
+    c0, curve : float, ndarray
+        :func:`cost_curve` of the trials.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import GPSurrogate
+    >>> from skbayes_search._cost_model import CostModel
+    >>> f = np.array([0.1, 0.2, 0.4])
+    >>> gp = GPSurrogate(hyperparameter_sampling="map", random_state=0)
+    >>> gp = gp.fit(f[:, None], np.log(10 * f))
+    >>> model = CostModel(gp, f, 10 * f, n_splits=2, n_jobs=2)
+    >>> bool(model.full_data_seconds(np.ones((1, 1)), [False, False, True]) >= 5)
+    True
+    """
+
+    def __init__(
+        self, surrogate: Any, fractions: Any, costs: Any, n_splits: int, n_jobs: int
+    ) -> None:
+        self.surrogate = surrogate
+        self.fractions = np.asarray(fractions, dtype=float)
+        self.costs = np.asarray(costs, dtype=float)
+        self.n_splits = int(n_splits)
+        self.n_jobs = int(n_jobs)
+        self.c0, self.curve = cost_curve(self.fractions, self.costs)
+
+    def upper(self, X: Any) -> np.ndarray:
+        """:func:`cost_upper_bound` of the cost GP at model inputs ``X``."""
+        return cost_upper_bound(self.surrogate, X)
+
+    def cautious(self, X: Any, fractions: Any) -> np.ndarray:
+        """Seconds (summed over splits) a fit at ``X`` may take.
+
+        The larger of the cost GP's bound and :func:`slow_cost` on each
+        candidate's training fraction: the GP's power law under-predicts
+        large fractions and small fits hide the slowest configurations.
+        """
+        slow = slow_cost(self.fractions, self.costs, self.c0, self.curve, fractions)
+        return np.maximum(self.upper(X), slow)
+
+    def full_data_seconds(self, x_full: Any, own: Any) -> float:
+        """Cautious wall seconds of one configuration's full-data evaluation.
+
+        The larger of the cost GP's bound at ``x_full`` (its model input at
+        fraction 1) and :func:`reserve_seconds` (``own`` marks its trials).
+        """
+        scaled = reserve_seconds(
+            self.fractions, self.costs, own, self.n_splits, self.n_jobs
+        )
+        bound = float(self.upper(x_full)[0])
+        return max(scaled, wall_seconds(bound, self.n_splits, self.n_jobs))
+
+    def final_reserve(self, x_full: Any, own: Any, max_time: float) -> float:
+        """:meth:`full_data_seconds`, at most ``RESERVE_MAX_SHARE * max_time``."""
+        return min(self.full_data_seconds(x_full, own), RESERVE_MAX_SHARE * max_time)
