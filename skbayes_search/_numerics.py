@@ -165,7 +165,7 @@ def cholesky_psd(K: np.ndarray) -> np.ndarray:
         return vecs * np.sqrt(np.clip(vals, 0.0, None))
 
 
-def gauss_hermite(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def gauss_hermite(n_nodes: int, log: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and weights for expectations under a standard normal.
 
     Parameters
@@ -173,12 +173,16 @@ def gauss_hermite(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     n_nodes : int
         Number of nodes (the rule is exact for polynomials of degree
         ``2 * n_nodes - 1``).
+    log : bool, default=False
+        Return the logs of the weights, normalised in log space (for sums
+        taken with log-sum-exp).
 
     Returns
     -------
     nodes : ndarray of shape (n_nodes,)
     weights : ndarray of shape (n_nodes,)
-        Non-negative, summing to one: ``E[g(w)] ~ sum(weights * g(nodes))``.
+        Non-negative, summing to one: ``E[g(w)] ~ sum(weights * g(nodes))``
+        (their logs with ``log=True``).
 
     Examples
     --------
@@ -190,6 +194,8 @@ def gauss_hermite(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     if n_nodes < 1:
         raise ValueError(f"n_nodes must be >= 1, got {n_nodes}.")
     nodes, weights = np.polynomial.hermite_e.hermegauss(int(n_nodes))
+    if log:
+        return nodes, np.log(weights) - np.log(weights.sum())
     return nodes, weights / weights.sum()
 
 

@@ -19,9 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numpy.polynomial.hermite_e import hermegauss
 
-from .._numerics import log_mean_exp
+from .._numerics import gauss_hermite, log_mean_exp
 from .analytic import log_ei
 
 __all__ = ["log_ei_tradeoff", "make_tradeoff_acquisition"]
@@ -37,10 +36,7 @@ _LOG_TIME_CAP = 50.0
 # Quadrature terms evaluated at once, bounding the temporaries of log_ei.
 _CHUNK_TERMS = 1 << 19
 
-# Normalised in log space rather than by _numerics.gauss_hermite's division:
-# the optimiser's path follows rounding, and the pinned sequences use this one.
-_NODES, _WEIGHTS = hermegauss(N_NODES)
-_LOG_WEIGHTS = np.log(_WEIGHTS) - np.log(_WEIGHTS.sum())
+_NODES, _LOG_WEIGHTS = gauss_hermite(N_NODES, log=True)
 
 
 def log_ei_tradeoff(
