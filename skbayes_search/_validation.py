@@ -59,9 +59,7 @@ def check_fractions(
         fractions = items.astype(float)
     except (TypeError, ValueError) as exc:
         raise ValueError(allowed) from exc
-    if not np.all(np.isfinite(fractions)) or np.any(
-        (fractions <= 0) | (fractions > 1)
-    ):
+    if not np.all(np.isfinite(fractions)) or np.any((fractions <= 0) | (fractions > 1)):
         raise ValueError(allowed)
     if increasing and np.any(np.diff(fractions) <= 0):
         raise ValueError(f"{name} must be strictly increasing, got {value!r}.")

@@ -69,9 +69,7 @@ class Posterior:
         z = self._model.z_
         return 1 if z.ndim == 1 else z.shape[1]
 
-    def predict(
-        self, X: Any, full_cov: bool = False
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, X: Any, full_cov: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance (or joint covariance) of ``f`` at ``X``.
 
         Returns

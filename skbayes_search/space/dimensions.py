@@ -348,7 +348,6 @@ class Real(_Numeric):
         return -_UNIT_TOL <= u <= 1 + _UNIT_TOL
 
 
-
 class Integer(_Numeric):
     """An integer hyperparameter in ``[low, high]`` (both ends included).
 
@@ -402,7 +401,6 @@ class Integer(_Numeric):
             and float(value).is_integer()
             and self.low <= value <= self.high
         )
-
 
 
 class Categorical(Dimension):

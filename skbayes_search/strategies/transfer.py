@@ -493,4 +493,3 @@ feature_names_in_
             for v, n in zip(values, n_replaced)
         ]
         return U, extras
-
