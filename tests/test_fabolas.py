@@ -367,7 +367,7 @@ def test_final_evaluation_reserve_follows_convex_cost():
     search = FabolasSearchCV(Synthetic(), SPACE, min_resources=40, **SMALL)
     search._init_search(ctx)
     search._fit_models(ctx)
-    costs = search._cost_model(ctx)
+    costs, max_cost = search._budget(ctx, 0)
     # five splits on two workers: three rounds of one split each
     truth = 3 * per_split(1.0)
     x_full = search._axis.with_s(U[:1], 1.0)
@@ -376,8 +376,8 @@ def test_final_evaluation_reserve_follows_convex_cost():
     own = [np.array_equal(t.x, U[0]) for t in ctx.trials]
     reserve = costs.full_data_seconds(x_full, own)
     assert 0.7 * truth < reserve < 2.0 * truth
-    # the search sets aside the same (it is far below half of max_time)
-    assert search._final_reserve(ctx, costs, 0) == reserve
+    # the search sets it aside (it is far below half of max_time)
+    assert max_cost <= ctx.max_time - reserve
 
 
 def test_proposal_does_not_depend_on_the_threads_it_uses():
@@ -466,7 +466,7 @@ def test_proposals_the_cost_gp_underrates_are_not_affordable_near_the_end():
     inc = search._update_incumbent(ctx)
     Z = search._representers(ctx, inc)
     posteriors = search._loss_gp.posteriors
-    costs = search._cost_model(ctx)
+    costs, _ = search._budget(ctx, inc)
     full, tiny = search._axis.with_s(U[:8], 1.0), search._axis.with_s(U[:8], 0.0)
     gp_full = costs.upper(full).max()
     fractions = [t.fraction for t in ctx.trials]

@@ -114,6 +114,20 @@ class FractionAxis:
         rows = np.clip(rows, self.min_rows, self.n_train)
         return self.to_s(rows / self.n_train)
 
+    def snap_inputs(self, U: np.ndarray, snap_x: Any) -> np.ndarray:
+        """Model inputs ``U`` with ``x`` snapped by ``snap_x`` and ``s~`` to
+        whole rows."""
+        U = np.array(U, dtype=float, copy=True)
+        n_x = U.shape[1] - 1 if self.enabled else U.shape[1]
+        U[:, :n_x] = snap_x(U[:, :n_x])
+        if self.enabled:
+            U[:, n_x] = self.snap(U[:, n_x])
+        return U
+
+    def input_fractions(self, U: np.ndarray) -> np.ndarray:
+        """Training fractions of model inputs ``U`` (all 1 when disabled)."""
+        return self.to_fraction(U[:, -1]) if self.enabled else np.ones(len(U))
+
     def fraction_of(self, s: float) -> float:
         """The fraction a trial proposed at ``s~`` runs on (whole rows)."""
         if not self.enabled:

@@ -37,44 +37,31 @@ __all__ = ["FabolasSearchCV"]
 
 #: ``min_resources="auto"`` for regressors (and unsupervised estimators).
 MIN_RESOURCES_REGRESSION = 100
-#: Below this ratio of training rows to ``min_resources`` the search runs
-#: plain BO on all data.
+#: Below this ratio of training rows to ``min_resources``: plain BO.
 MIN_RANGE_RATIO = 16
-# Random pool the representers are drawn from.
+# Random points among which the representers are drawn.
 _N_POOL = 512
-# Sobol candidates per proposal, screened on few draws; the best _N_REFINE
-# are scored on all of them, which also curbs the winner's curse.
-_N_CANDIDATES = 256
-_N_REFINE = 16
+# Candidates screened on few draws; the best _N_REFINE are scored on all.
+_N_CANDIDATES, _N_REFINE = 256, 16
 # Best configurations whose neighbourhoods seed the representers and search.
 _N_SEEDS = 3
-# The Monte Carlo acquisition is piecewise constant: a gradient polish only
-# burns evaluations.
+# The Monte Carlo acquisition is piecewise constant: polishing is wasted.
 _N_POLISH = 0
 
 
 class FabolasSearchCV(BaseBayesSearchCV):
     """FABOLAS: fast Bayesian optimisation of hyperparameters on large data sets.
 
-    The training-set fraction ``s`` is an extra, continuous input of the
-    model: each trial fits on a subset of each split's training rows and is
+    A trial fits on a fraction ``s`` of each split's training rows and is
     scored on the split's full validation rows. Two Gaussian processes model
-    the log validation error and the log cost (seconds) over the
-    configuration and ``s~ = log(s / s_min) / log(1 / s_min)``, with the
-    kernels ``Matern52_ARD(x, x') * phi(s~)^T Sigma phi(s~')`` of the paper
-    (``phi = (1, (1 - s~)^2)`` for the loss, ``(1, s~)`` for the cost) and
-    hyperparameters integrated out by slice sampling. Each next ``(x, s)``
-    maximises the information gained about the location of the minimum of
-    the loss *on all data* (entropy search on representer points) per second
-    of predicted cost plus the optimiser's own overhead (Klein et al. 2017,
-    eq. 7): cheap small subsets while they inform about the full-data
-    optimum, larger ones when they are needed.
-
-    The incumbent is the evaluated configuration with the lowest predicted
-    loss at ``s = 1``. At the end, if it was never evaluated on all data, it
-    is evaluated there once (within ``n_iter`` and, as far as the cost model
-    can tell, ``max_time``), so ``best_score_`` is a measured full-data
-    score. How the algorithm departs from the paper, and why:
+    the log validation error and the log cost over the configuration and
+    ``s``; each next ``(x, s)`` maximises the information gained about the
+    location of the minimum of the loss *on all data* per second of predicted
+    cost plus the optimiser's own overhead (Klein et al. 2017, eq. 7): small
+    subsets while they inform about the full-data optimum, larger ones when
+    needed. The incumbent (lowest predicted loss on all data) is evaluated on
+    all data once at the end unless it already was, so ``best_score_`` is a
+    measured full-data score. Design and departures from the paper:
     ``doc/design/fabolas.rst``.
 
     Parameters
@@ -82,86 +69,67 @@ class FabolasSearchCV(BaseBayesSearchCV):
     estimator : estimator object
         Object implementing ``fit``; cloned for every fit.
     search_spaces : dict or list of dict
-        Parameter names mapped to :class:`~skbayes_search.space.Real`,
-        :class:`~skbayes_search.space.Integer`,
-        :class:`~skbayes_search.space.Categorical`, lists, scipy.stats frozen
-        distributions or ``(low, high[, prior])`` tuples, as in
+        Parameter names mapped to dimensions, as in
         :class:`~skbayes_search.BayesSearchCV`.
     n_iter : int, default=50
         Number of trials, the final full-data evaluation included.
     max_time : float, default=None
-        Wall-clock budget in seconds, surrogate overhead included. Only
-        trials whose cautious cost (:class:`skbayes_search._cost_model.
-        CostModel`) fits in the time left are proposed, after setting aside
+        Wall-clock budget in seconds, overhead included. Only trials whose
+        cautious cost fits in the time left are proposed, after setting aside
         one more proposal and the incumbent's final full-data evaluation (at
-        most half of ``max_time``); when none fits the search ends. The final
-        evaluation runs even if its estimate was too optimistic.
+        most half of ``max_time``); when none fits the search ends.
     min_resources : "auto" or int, default="auto"
-        Fewest training rows per fit (``s_min = min_resources / n_train``,
-        ``n_train`` the training rows of the smallest split). ``"auto"``: for
-        classifiers the larger of ``10 * n_classes`` and
-        ``2 * n_splits * n_classes``; otherwise ``MIN_RESOURCES_REGRESSION``
-        (100). When ``n_train / min_resources < 16`` a warning is raised and
-        every trial runs on all data (plain entropy-search BO). Raise it when
-        subsets this small would rank configurations differently from all
-        data: the model cannot foresee learning curves that cross.
+        Fewest training rows per fit; ``"auto"``: ``max(10 * n_classes,
+        2 * n_splits * n_classes)`` for classifiers, otherwise 100. With fewer
+        than 16 times as many training rows a warning is raised and every
+        trial runs on all data (plain entropy-search BO). Raise it when tiny
+        subsets rank configurations differently from all data.
     initial_fractions : sequence of float, default=(1/64, 1/32, 1/16, 1/8)
         Training fractions of the initial design, used in turn; each in
         (0, 1] and raised to at least ``min_resources`` rows.
     n_initial_points : int, default=10
         Configurations of the initial design (scrambled Sobol points),
-        dispatched as one batch (``max_time`` is checked after it).
+        dispatched as one batch.
     n_representers : int, default=50
-        Points at ``s = 1`` on which the distribution of the minimiser is
-        represented (at least 2).
+        Points at ``s = 1`` representing the distribution of the minimiser.
     n_hyper_samples : int, default=10
         GP hyperparameter samples kept per iteration, for each model.
     overhead : "measured" or float, default="measured"
-        Seconds added to the predicted cost of every candidate.
-        ``"measured"`` uses the time the previous proposal took; a float
-        fixes it; 0 disables it.
+        Seconds added to every candidate's predicted cost: the previous
+        proposal's duration, or a fixed number (0 disables it).
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
     n_jobs : int, default=None
-        Jobs running folds in parallel (joblib). The proposal also uses up to
-        ``n_jobs`` threads while the workers wait (same result as with one).
+        Jobs running folds in parallel; the proposal also uses up to
+        ``n_jobs`` threads (same result as with one).
     random_state : int, RandomState instance or None, default=None
-        Seeds the subsets, the initial design, the MCMC chains, the
-        representers, the Monte Carlo draws and the acquisition search.
+        Seeds the subsets, the design, the MCMC chains, the representers, the
+        Monte Carlo draws and the acquisition search.
     error_score : "raise" or float, default=np.nan
         Score of a failed fit; the loss model sees the worst observed loss.
     store, run_name : optional
-        Trial store and run name, to commit trials as they finish and resume
-        a run, as in :class:`~skbayes_search.BayesSearchCV`.
+        Commit trials as they finish, and resume a run, as in
+        :class:`~skbayes_search.BayesSearchCV`.
 
     Attributes
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
         scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
-        ``iter``, ``elapsed_time``, ``predicted_full_score`` (the last
-        model's predicted full-data score; nan before the first model) and
-        ``acquisition_value`` (information gain per second; nan for the
-        initial design and the final evaluation).
-    best_index_ : int
-        Row of the incumbent's full-data evaluation (with a callable
-        ``refit``, whatever it returns; if that evaluation failed,
-        scikit-learn's rule over all rows).
-    best_score_ : float
-        Measured mean cross-validated score of that row.
-    best_params_ : dict
-        Parameters of the incumbent.
+        ``iter``, ``elapsed_time``, ``predicted_full_score`` (by the last
+        model) and ``acquisition_value`` (information gain per second).
+    best_index_, best_score_, best_params_ : int, float, dict
+        Row, measured score and parameters of the incumbent's full-data
+        evaluation (with a callable ``refit``, whatever it selects).
     best_estimator_ : estimator
         Refitted on all data with ``best_params_`` (when ``refit``).
     incumbent_trajectory_ : list of (float, dict, float)
-        After every model fit: (seconds since ``fit`` started, incumbent
-        parameters, predicted full-data score).
+        After every model fit: seconds since ``fit`` started, incumbent
+        parameters, predicted full-data score.
     min_resources_ : int
         Resolved ``min_resources``.
     fallback_ : bool
         Whether the search ran plain BO on all data (too small a data set).
-    scorer_, n_splits_, refit_time_, multimetric_
-        As in :class:`~sklearn.model_selection.GridSearchCV`.
 
     See Also
     --------
@@ -173,9 +141,6 @@ class FabolasSearchCV(BaseBayesSearchCV):
     A. Klein, S. Falkner, S. Bartels, P. Hennig, F. Hutter. Fast Bayesian
     Optimization of Machine Learning Hyperparameters on Large Datasets.
     AISTATS 2017.
-
-    P. Hennig, C. J. Schuler. Entropy Search for Information-Efficient Global
-    Optimization. JMLR 13, 2012.
 
     Examples
     --------
@@ -242,7 +207,6 @@ class FabolasSearchCV(BaseBayesSearchCV):
         self.n_hyper_samples = n_hyper_samples
         self.overhead = overhead
 
-    # -- set-up ------------------------------------------------------------
     def _resolve_min_resources(self, ctx: SearchContext) -> int:
         if self.min_resources != "auto":
             return int(self.min_resources)
@@ -262,19 +226,16 @@ class FabolasSearchCV(BaseBayesSearchCV):
         self.min_resources_ = min(self._resolve_min_resources(ctx), ctx.n_train)
         self.fallback_ = ctx.n_train / self.min_resources_ < MIN_RANGE_RATIO
         if self.fallback_:
-            warnings.warn(
+            msg = (
                 f"FabolasSearchCV: {ctx.n_train} training rows per split are "
                 f"fewer than {MIN_RANGE_RATIO} x min_resources="
                 f"{self.min_resources_}, too narrow a range of subset sizes; "
                 "running plain Bayesian optimisation (entropy search) on all "
-                "data instead.",
-                UserWarning,
-                stacklevel=4,
+                "data instead."
             )
+            warnings.warn(msg, UserWarning, stacklevel=4)
         self.incumbent_trajectory_ = []
-        self._axis = FractionAxis(
-            ctx.n_train, self.min_resources_, enabled=not self.fallback_
-        )
+        self._axis = FractionAxis(ctx.n_train, self.min_resources_, not self.fallback_)
         self._n_x = ctx.space.n_dims
         # a resumed search (trials read back from a store) keeps counting
         self._n_asks = max((t.iter for t in ctx.trials), default=-1) + 1
@@ -285,27 +246,13 @@ class FabolasSearchCV(BaseBayesSearchCV):
         self._kind = "neg"
         seed = ctx.seed
         loss_kernel, cost_kernel = fabolas_kernels(self._n_x, not self.fallback_)
-        self._loss_gp, self._cost_gp = (
-            GPSurrogate(
-                kernel,
-                hyperparameter_sampling="mcmc",
-                n_samples=self.n_hyper_samples,
-                random_state=seed + i,
-            )
-            for i, kernel in enumerate((loss_kernel, cost_kernel))
-        )
+        mcmc = {"hyperparameter_sampling": "mcmc", "n_samples": self.n_hyper_samples}
+        self._loss_gp = GPSurrogate(loss_kernel, random_state=seed, **mcmc)
+        self._cost_gp = GPSurrogate(cost_kernel, random_state=seed + 1, **mcmc)
         design_rng = np.random.default_rng([seed, 4])
         self._design_params = ctx.space.from_unit(
             ctx.space.sample(self.n_initial_points, design_rng)
         )
-
-    # -- models, incumbent, costs -----------------------------------------
-    def _snap(self, ctx: SearchContext, U: np.ndarray) -> np.ndarray:
-        U = np.array(U, dtype=float, copy=True)
-        U[:, : self._n_x] = ctx.space.snap(U[:, : self._n_x])
-        if not self.fallback_:
-            U[:, self._n_x] = self._axis.snap(U[:, self._n_x])
-        return U
 
     def _fit_models(self, ctx: SearchContext) -> np.ndarray:
         """Fit both models on every finished trial; return their inputs."""
@@ -335,38 +282,32 @@ class FabolasSearchCV(BaseBayesSearchCV):
 
     def _full_data_row(self, ctx: SearchContext, inc: int) -> int | None:
         """A successful all-data trial of the incumbent's configuration."""
-        x = ctx.trials[inc].x
+        x, ok = ctx.trials[inc].x, np.isfinite(ctx.scores())
         rows = [
             i
             for i, t in enumerate(ctx.trials)
-            if t.n_resources >= ctx.n_train
-            and not t.failed
-            and np.isfinite(t.score)
-            and np.array_equal(t.x, x)
+            if ok[i] and not t.failed and t.n_resources >= ctx.n_train
         ]
-        return rows[-1] if rows else None
+        return next((i for i in rows[::-1] if np.array_equal(ctx.trials[i].x, x)), None)
 
-    @staticmethod
-    def _succeeded(ctx: SearchContext) -> list:
-        """The finished trials with a finite score (the cost curve's)."""
-        return [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
+    def _budget(self, ctx: SearchContext, inc: int) -> tuple[CostModel, float]:
+        """The cost model, and the seconds a proposed trial may take: with
+        ``max_time``, what is left after one more proposal and the
+        incumbent's final full-data evaluation."""
+        ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
+        fractions, n_splits = [t.fraction for t in ok], ctx.n_splits
+        costs = CostModel(
+            self._cost_gp, fractions, ctx.costs(ok), n_splits, ctx.n_jobs_effective
+        )
+        if ctx.max_time is None:
+            return costs, np.inf
+        reserve, x = 0.0, ctx.trials[inc].x
+        if not self.fallback_ and self._full_data_row(ctx, inc) is None:
+            own = [np.array_equal(t.x, x) for t in ok]
+            x_full = self._axis.with_s(x[None, :], 1.0)
+            reserve = costs.final_reserve(x_full, own, ctx.max_time)
+        return costs, ctx.time_left() - ((self._last_overhead or 0.0) + reserve)
 
-    def _cost_model(self, ctx: SearchContext) -> CostModel:
-        ok = self._succeeded(ctx)
-        fractions = [t.fraction for t in ok]
-        n_splits, n_jobs = ctx.n_splits, ctx.n_jobs_effective
-        return CostModel(self._cost_gp, fractions, ctx.costs(ok), n_splits, n_jobs)
-
-    def _final_reserve(self, ctx: SearchContext, costs: CostModel, inc: int) -> float:
-        """Seconds set aside for the incumbent's final full-data evaluation."""
-        if self.fallback_ or self._full_data_row(ctx, inc) is not None:
-            return 0.0
-        x = ctx.trials[inc].x
-        own = [np.array_equal(t.x, x) for t in self._succeeded(ctx)]
-        x_full = self._axis.with_s(x[None, :], 1.0)
-        return costs.final_reserve(x_full, own, ctx.max_time)
-
-    # -- the acquisition -------------------------------------------------
     def _top(self, X_obs: np.ndarray) -> np.ndarray:
         """Indices of the configurations with the lowest predicted full loss."""
         return np.argsort(self._predict_full_loss(X_obs), kind="stable")[:_N_SEEDS]
@@ -376,23 +317,13 @@ class FabolasSearchCV(BaseBayesSearchCV):
         rng, X_obs, n_x = ctx.rng, ctx.X(), self._n_x
         best = X_obs[self._top(X_obs)]
         local = best[:, None, :] + 0.05 * rng.standard_normal((len(best), 32, n_x))
-        pool = np.vstack(
-            [
-                X_obs[inc][None, :],
-                ctx.space.sample(_N_POOL, rng),
-                ctx.space.snap(np.clip(local.reshape(-1, n_x), 0.0, 1.0)),
-                X_obs,
-            ]
-        )
-        pool_x = np.unique(pool, axis=0)
-        inc_idx = int(np.argmin(np.abs(pool_x - X_obs[inc]).max(axis=1)))
-        Zin = self._axis.with_s(pool_x, 1.0)
-        x_inc = self._axis.with_s(X_obs[inc][None, :], 1.0)
-        posts = self._loss_gp.posteriors
-        idx = representers_by_ei(
-            posts, Zin, x_inc, self.n_representers, rng, include=[inc_idx]
-        )
-        return Zin[idx]
+        random = ctx.space.sample(_N_POOL, rng)
+        near = ctx.space.snap(np.clip(local.reshape(-1, n_x), 0.0, 1.0))
+        pool = np.unique(np.vstack([X_obs[[inc]], random, near, X_obs]), axis=0)
+        inc_idx = int(np.argmin(np.abs(pool - X_obs[inc]).max(axis=1)))
+        Zin, x_inc = self._axis.with_s(pool, 1.0), self._axis.with_s(X_obs[[inc]], 1.0)
+        posts, n = self._loss_gp.posteriors, self.n_representers
+        return Zin[representers_by_ei(posts, Zin, x_inc, n, rng, include=[inc_idx])]
 
     def _acquisition(
         self,
@@ -408,9 +339,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         ``max_cost`` seconds get ``-inf``."""
 
         def cautious_cost(U: np.ndarray) -> np.ndarray:
-            if self.fallback_:
-                return costs.cautious(U, np.ones(len(U)))
-            return costs.cautious(U, self._axis.to_fraction(U[:, self._n_x]))
+            return costs.cautious(U, self._axis.input_fractions(U))
 
         return entropy_search_per_cost(
             posteriors,
@@ -423,13 +352,9 @@ class FabolasSearchCV(BaseBayesSearchCV):
             pmap=pmap,
         )
 
-    # -- strategy hooks --------------------------------------------------
     def _pending_design(self, ctx: SearchContext) -> list[int]:
-        """Indices of the design points no finished trial has evaluated.
-
-        Matched by configuration, not counted: the design's trials finish in
-        any order, and a resumed search must run those that did not.
-        """
+        """Design points no finished trial evaluated (matched, not counted:
+        they finish in any order and a resumed search runs the rest)."""
         done = [t.params for t in ctx.trials]
         return [i for i, p in enumerate(self._design_params) if p not in done]
 
@@ -437,10 +362,9 @@ class FabolasSearchCV(BaseBayesSearchCV):
         self, ctx: SearchContext, n_slots: int, it: int, pending: list[int]
     ) -> list[Trial]:
         if pending:
-            chosen = pending[:n_slots]
-            params_list = [self._design_params[i] for i in chosen]
             # each design point keeps its place in the cycle of fractions
-            positions = chosen
+            positions = pending[:n_slots]
+            params_list = [self._design_params[i] for i in positions]
         else:
             # too few successes for a model: keep exploring at random
             U = ctx.space.sample(n_slots, ctx.rng, method="random")
@@ -460,8 +384,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         started = time.perf_counter()
         it = self._n_asks
         self._n_asks += 1
-        # the last trial of the budget is kept for the incumbent's final
-        # full-data evaluation (see _finalize)
+        # the last trial of the budget is kept for the final evaluation
         if not self.fallback_ and ctx.trials and ctx.n_remaining() <= 1:
             return []
         if not self.fallback_:
@@ -484,13 +407,9 @@ class FabolasSearchCV(BaseBayesSearchCV):
         """One BO iteration: fit, pick the incumbent, maximise eq. 7."""
         Xin = self._fit_models(ctx)
         inc = self._update_incumbent(ctx)
-        costs = self._cost_model(ctx)
-        max_cost = np.inf  # seconds a proposed trial may take
-        if ctx.max_time is not None:
-            reserve = self._final_reserve(ctx, costs, inc)
-            max_cost = ctx.time_left() - ((self._last_overhead or 0.0) + reserve)
-            if max_cost <= 0:
-                return []
+        costs, max_cost = self._budget(ctx, inc)
+        if max_cost <= 0:
+            return []
         Z = self._representers(ctx, inc)
         overhead = overhead_seconds(self.overhead, self._last_overhead, started)
         X_obs = ctx.X()
@@ -511,8 +430,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
             n_conditioned = 0 if P is None else len(P)
             return self._acquisition(ctx, Z, posts, overhead, costs, max_cost, pmap)
 
-        # the search's workers sit idle while it thinks; never more threads
-        # than local cores (a dask backend's workers may be elsewhere)
+        # idle workers' threads, but never more than local cores (dask)
         n_threads = min(ctx.n_jobs_effective, len(posts), os.cpu_count() or 1)
         with ThreadPoolExecutor(n_threads) if n_threads > 1 else nullcontext() as pool:
             pmap = map if pool is None else pool.map
@@ -521,7 +439,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
                 n_slots,
                 Xin.shape[1],
                 rng=ctx.rng,
-                snap=lambda U: self._snap(ctx, U),
+                snap=lambda U: self._axis.snap_inputs(U, ctx.space.snap),
                 seeds=np.vstack(seeds),
                 exclude=Xin,
                 n_candidates=_N_CANDIDATES,
@@ -531,8 +449,8 @@ class FabolasSearchCV(BaseBayesSearchCV):
         trials = []
         for u, value in zip(U, values):
             x = u[None, : self._n_x]
-            score = loss_to_scores(self._predict_full_loss(x), self._kind)[0]
-            extras = {"predicted_full_score": float(score), "acquisition_value": value}
+            score = float(loss_to_scores(self._predict_full_loss(x), self._kind)[0])
+            extras = {"predicted_full_score": score, "acquisition_value": float(value)}
             fraction = 1.0 if self.fallback_ else self._axis.fraction_of(u[self._n_x])
             params = ctx.space.from_unit(x)[0]
             trials.append(Trial(params, float(fraction), iter=it, extras=extras))
@@ -540,7 +458,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
 
     def _finalize(self, ctx: SearchContext) -> list[Trial]:
         self._best_row = None
-        ok = np.isfinite(ctx.scores()) if ctx.trials else np.zeros(0, bool)
+        ok = np.isfinite(ctx.scores())
         extras = {"predicted_full_score": np.nan, "acquisition_value": np.nan}
         if not ok.any():
             if ctx.trials:
@@ -558,12 +476,10 @@ class FabolasSearchCV(BaseBayesSearchCV):
             inc = int(np.flatnonzero(ok)[0])
             predicted = np.nan
         row = self._full_data_row(ctx, inc)
+        self._best_row = len(ctx.trials) if row is None else row
         if row is not None:
-            self._best_row = row
             return []
-        self._best_row = len(ctx.trials)
-        self._pred_full[self._best_row] = predicted
-        extras["predicted_full_score"] = predicted
+        self._pred_full[self._best_row] = extras["predicted_full_score"] = predicted
         params = dict(ctx.trials[inc].params)
         return [Trial(params, 1.0, iter=self._n_asks, extras=extras)]
 
