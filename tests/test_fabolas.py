@@ -15,7 +15,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skbayes_search._cost_model import CostModel, cost_curve, slow_cost
 from skbayes_search._trial import SearchContext, TrialRecord
 from skbayes_search.gp import GaussianProcess
-from skbayes_search.gp.fabolas_kernels import fabolas_kernels
+from skbayes_search.gp.fabolas_kernels import (
+    FractionAxis,
+    error_kind,
+    fabolas_kernels,
+    loss_to_scores,
+    scores_to_loss,
+)
 from skbayes_search.space import Real, SearchSpace
 from skbayes_search.strategies.fabolas import FabolasSearchCV
 
@@ -95,6 +101,45 @@ def test_basis_kernels_psd_and_loss_correlation_closed_form():
         assert kp[0, 1] / np.sqrt(kp[0, 0] * kp[1, 1]) == pytest.approx(expected)
     # the hyperprior on the log length scales is the paper's [-10, 2]
     assert loss_k.k1.bounds == [(-10.0, 2.0)] * 2
+
+
+def test_fraction_axis_round_trips_and_snaps_to_whole_rows():
+    axis = FractionAxis(n_train=1000, min_rows=10)
+    f = np.array([0.01, 0.05, 0.3, 1.0])
+    np.testing.assert_allclose(axis.to_fraction(axis.to_s(f)), f)
+    assert axis.to_s(0.001) == 0.0 and axis.to_s(2.0) == 1.0  # clipped
+    # s~ snaps to the fraction of whole rows a fit sees, at least min_rows
+    s = axis.snap(np.array([-0.5, axis.to_s(0.1234), 1.3]))
+    np.testing.assert_allclose(axis.to_fraction(s), [0.01, 0.123, 1.0])
+    assert axis.fraction_of(axis.to_s(0.1234)) == 0.123
+    U = np.array([[0.123456, 0.5], [0.9, 0.0]])
+    snapped = axis.snap_inputs(U, lambda X: np.round(X, 2))
+    np.testing.assert_allclose(snapped[:, 0], [0.12, 0.9])
+    np.testing.assert_allclose(snapped[:, 1], axis.snap(U[:, 1]))
+    np.testing.assert_allclose(axis.input_fractions(U), axis.to_fraction(U[:, 1]))
+    np.testing.assert_array_equal(axis.with_s(U[:, :1], 1.0)[:, 1], 1.0)
+    # disabled (plain BO on all data): no s~ column, every fraction is 1
+    off = FractionAxis(n_train=1000, min_rows=100, enabled=False)
+    np.testing.assert_array_equal(off.with_s(U, 1.0), U)
+    np.testing.assert_array_equal(off.input_fractions(U), 1.0)
+    assert off.fraction_of(0.0) == 1.0
+    np.testing.assert_array_equal(off.snap_inputs(U, lambda X: X.round(1)), U.round(1))
+
+
+def test_scores_map_to_log_errors_and_back():
+    acc = np.array([0.9, 0.99, 1.0, np.nan])
+    assert error_kind(acc) == "one_minus"
+    loss = scores_to_loss(acc.copy(), "one_minus")
+    np.testing.assert_allclose(loss[:3], np.log([0.1, 0.01, 1e-4]))
+    assert loss[3] == loss[:3].max()  # a failure gets the worst finite loss
+    np.testing.assert_allclose(loss_to_scores(loss[:2], "one_minus"), acc[:2])
+    mse = np.array([-4.0, -0.5])
+    assert error_kind(mse) == "neg"
+    np.testing.assert_allclose(loss_to_scores(scores_to_loss(mse, "neg"), "neg"), mse)
+    big = np.array([3.0, 7.0])
+    assert error_kind(big) == "linear"
+    np.testing.assert_array_equal(scores_to_loss(big, "linear"), -big)
+    np.testing.assert_array_equal(loss_to_scores(-big, "linear"), big)
 
 
 # ----------------------------------------------------------------------
