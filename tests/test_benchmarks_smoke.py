@@ -246,7 +246,7 @@ def test_fabolas_extrapolation_ranks_a_representative_learning_curve():
 
 def test_fabolas_budget_report_measures_the_final_evaluation():
     from benchmarks.studies.fabolas_budget import final_evaluation_report
-    from skbayes_search.strategies.fabolas import reserve_seconds
+    from skbayes_search._cost_model import reserve_seconds
 
     inc, other = {"C": 1.0}, {"C": 2.0}
     fractions = [1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 16, 1.0]

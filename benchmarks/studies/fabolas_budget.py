@@ -8,7 +8,7 @@ to the budget, then reports, from ``cv_results_``:
 - when the last trial before the final full-data evaluation ended, and how
   long that evaluation took (there is none when the incumbent already ran on
   all data);
-- what :func:`~skbayes_search.strategies.fabolas.reserve_seconds` makes of the
+- what :func:`~skbayes_search._cost_model.reserve_seconds` makes of the
   trials before it (the time the search sets aside for that evaluation),
   against the wall seconds it took and the cost it was extrapolated from;
 - for the last proposals (``--trace N``): the time left, the time set aside
@@ -38,12 +38,7 @@ from typing import Any
 import numpy as np
 
 from skbayes_search import FabolasSearchCV
-from skbayes_search.strategies.fabolas import (
-    _wall_seconds,
-    cost_curve,
-    reserve_seconds,
-    slow_cost,
-)
+from skbayes_search._cost_model import reserve_seconds, wall_seconds
 
 from ..tasks import load_task, space_ours
 
@@ -116,27 +111,27 @@ class _TracedFabolas(FabolasSearchCV):
             self.trace_ = []
         inc_params = self.incumbent_trajectory_[-1][1]
         inc = next(i for i, t in enumerate(ctx.trials) if t.params == inc_params)
-        reserve = (
-            self._full_data_seconds(ctx, inc)
-            if self._full_data_row(ctx, inc) is None
-            else 0.0
-        )
+        costs, _ = self._budget(ctx, inc)
+        reserve = 0.0
+        if self._full_data_row(ctx, inc) is None:
+            x = ctx.trials[inc].x
+            own = [
+                np.array_equal(t.x, x)
+                for t in ctx.trials
+                if not t.failed and np.isfinite(t.score)
+            ]
+            reserve = costs.full_data_seconds(self._axis.with_s(x[None, :], 1.0), own)
         first = len(ctx.trials)
         predicted = []
         if trials:
             U = ctx.space.to_unit([t.params for t in trials])
             fractions = np.array([t.fraction for t in trials])
-            ok = self._succeeded(ctx)
-            seen = [t.fraction for t in ok]
             # the cautious cost the search checked against the time left
-            summed = np.maximum(
-                self._cost_upper(self._with_s(U, self._fraction_to_s(fractions))),
-                slow_cost(
-                    seen, ctx.costs(ok), *cost_curve(seen, ctx.costs(ok)), fractions
-                ),
+            summed = costs.cautious(
+                self._axis.with_s(U, self._axis.to_s(fractions)), fractions
             )
             predicted = [
-                _wall_seconds(c, ctx.n_splits, ctx.n_jobs_effective) for c in summed
+                wall_seconds(c, ctx.n_splits, ctx.n_jobs_effective) for c in summed
             ]
         self.trace_.append(
             {

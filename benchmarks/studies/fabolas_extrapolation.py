@@ -4,7 +4,7 @@ Reads a finished benchmark directory: the trials of every ``fabolas`` run
 (configuration, subset size, validation score) and the offline refits
 (``refits/<task>.json``: every incumbent of every method refitted on all
 search rows and scored on the test rows). At a few points of each run it fits
-the search's own loss model (:func:`~skbayes_search.strategies.fabolas.make_kernels`,
+the search's own loss model (:func:`~skbayes_search.gp.fabolas_kernels.fabolas_kernels`,
 same targets, same MCMC settings) to the trials seen so far and predicts the
 full-data score of every refitted configuration. Reported per checkpoint:
 
@@ -39,13 +39,13 @@ from threadpoolctl import threadpool_limits
 
 from skbayes_search import FabolasSearchCV
 from skbayes_search.gp import GPSurrogate
-from skbayes_search.space import SearchSpace
-from skbayes_search.strategies.fabolas import (
-    _error_kind,
-    _to_loss,
-    _to_score,
-    make_kernels,
+from skbayes_search.gp.fabolas_kernels import (
+    error_kind,
+    fabolas_kernels,
+    loss_to_scores,
+    scores_to_loss,
 )
+from skbayes_search.space import SearchSpace
 
 from ..tasks import ESTIMATORS, space_ours
 
@@ -81,7 +81,7 @@ def check_run(
     trials = [t for t in record["trials"] if np.isfinite(t["score"])]
     X_ref = space.to_unit(refit_params)
     top = np.argsort(-refit_scores)[:10]
-    loss_kernel, _ = make_kernels(space.n_dims)
+    loss_kernel, _ = fabolas_kernels(space.n_dims)
     rows = []
     for share in checkpoints:
         seen = trials[: max(2, round(share * len(trials)))]
@@ -89,7 +89,7 @@ def check_run(
         fractions = np.array([t["resource"] / n_train for t in seen])
         s = np.clip(1.0 - np.log(fractions) / log_smin, 0.0, 1.0)
         scores = np.array([t["score"] for t in seen])
-        kind = _error_kind(scores)
+        kind = error_kind(scores)
         gp = GPSurrogate(
             loss_kernel,
             hyperparameter_sampling="mcmc",
@@ -97,9 +97,9 @@ def check_run(
             random_state=record["seed"],
         )
         with threadpool_limits(1):
-            gp.fit(np.column_stack([X, s]), _to_loss(scores, kind))
+            gp.fit(np.column_stack([X, s]), scores_to_loss(scores, kind))
             mean, _ = gp.predict(np.column_stack([X_ref, np.ones(len(X_ref))]))
-        predicted = _to_score(np.atleast_2d(mean).mean(axis=0), kind)
+        predicted = loss_to_scores(np.atleast_2d(mean).mean(axis=0), kind)
         gap = predicted - refit_scores
         rows.append(
             {
