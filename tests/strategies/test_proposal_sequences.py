@@ -9,7 +9,8 @@ deterministic function of its rows and parameters.
 Regenerate (only for an intended change of behaviour, with the reason in the
 commit message)::
 
-    SKBAYES_PIN_REGENERATE=1 python -m pytest tests/test_proposal_sequences.py
+    SKBAYES_PIN_REGENERATE=1 python -m pytest \\
+        tests/strategies/test_proposal_sequences.py
 """
 
 from __future__ import annotations

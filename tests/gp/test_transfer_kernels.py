@@ -1,0 +1,163 @@
+"""The transfer kernels: definitions, positive semi-definiteness, gradients."""
+
+import numpy as np
+import pytest
+
+from skbayes_search.gp import GaussianProcess
+from skbayes_search.gp.transfer_kernels import (
+    DatasetKernel,
+    NeighbourKernel,
+    SquaredExponential,
+    mkl_kernel,
+    sqe_kernel,
+)
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------
+def _small_case():
+    # current dataset (0, in the group), one neighbour (1, in the group), one
+    # dataset outside the group (2); collinear points make the paper's
+    # distance kernel indefinite
+    x = np.array(
+        [
+            [0.0, 0.0],
+            [0.5, 0.5],
+            [1.0, 1.0],
+            [0.2, 0.9],
+            [0.0, 0.0],
+            [0.5, 0.5],
+            [1.0, 1.0],
+            [0.7, 0.1],
+            [0.3, 0.3],
+            [0.9, 0.2],
+        ]
+    )
+    dataset = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2], dtype=float)
+    group = np.array([1, 1, 1, 1, 1, 1, 1, 1, 0, 0], dtype=float)
+    return x, dataset, group, np.column_stack([x, dataset, group])
+
+
+def test_mkl_kernel_equals_its_definition_and_is_psd():
+    x, dataset, group, X = _small_case()
+    w0, w1 = 0.3, 0.7
+    lengths = np.array([0.4, 1.5])
+    kernel = mkl_kernel(2, (w0, w1))
+    K = kernel(np.log(lengths), X)
+    n, B = len(X), 2.0
+    expected = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            d2 = np.sum((x[i] - x[j]) ** 2)
+            se = np.exp(-0.5 * np.sum(((x[i] - x[j]) / lengths) ** 2))
+            a_i = np.sum((x[i] - 0.5) ** 2) / B
+            a_j = np.sum((x[j] - 0.5) ** 2) / B
+            nn = 1.0 - d2 / B + a_i * a_j
+            same = dataset[i] == dataset[j]
+            both = group[i] == 1 and group[j] == 1
+            expected[i, j] = w0 * se * same + w1 * nn * both
+    np.testing.assert_allclose(K, expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(K, K.T)
+    assert np.linalg.eigvalsh(K).min() > -1e-12
+    np.testing.assert_allclose(kernel.diag(np.log(lengths), X), np.diag(K))
+
+    # The kernel as the paper writes it (1 - d^2/B on pairs involving a
+    # neighbour dataset) is indefinite on this very case: the fix is needed.
+    literal = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            d2 = np.sum((x[i] - x[j]) ** 2)
+            se = np.exp(-0.5 * np.sum(((x[i] - x[j]) / lengths) ** 2))
+            involves = dataset[i] == 1 or dataset[j] == 1
+            literal[i, j] = (
+                w0 * se * (dataset[i] == dataset[j]) + w1 * (1.0 - d2 / B) * involves
+            )
+    assert np.linalg.eigvalsh(literal).min() < -1e-3
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_transfer_kernels_are_psd_on_random_inputs(seed):
+    rng = np.random.default_rng(seed)
+    p = int(rng.integers(1, 5))
+    n = 60
+    X = np.column_stack(
+        [rng.uniform(size=(n, p)), rng.integers(0, 6, n), rng.integers(0, 2, n)]
+    )
+    for kernel in (mkl_kernel(p, (0.5, 0.5)), sqe_kernel(p)):
+        theta = rng.uniform(np.log(0.05), np.log(3.0), size=kernel.n_params)
+        K = kernel(theta, X)
+        assert np.linalg.eigvalsh(K).min() > -1e-10
+        # a GP factorises it without jitter
+        gp = GaussianProcess(kernel).fit(
+            X, rng.normal(size=n), np.r_[0.0, 0.0, np.log(1e-4), theta]
+        )
+        assert gp.jitter_ == 0.0
+    # the neighbour kernel alone: PSD where the paper's form is not
+    nk = NeighbourKernel(range(p))
+    Kn = nk(np.empty(0), X)
+    assert np.linalg.eigvalsh(Kn).min() > -1e-10
+    x = X[:, :p]
+    d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    a = ((x - 0.5) ** 2).sum(1) / p
+    np.testing.assert_allclose(Kn, 1.0 - d2 / p + np.outer(a, a), atol=1e-12)
+    # the correction is small on the unit cube
+    assert np.outer(a, a).max() <= 1.0 / 16.0 + 1e-12
+
+
+def test_kernel_gradients_match_finite_differences():
+    rng = np.random.default_rng(1)
+    X = np.column_stack(
+        [rng.uniform(size=(12, 3)), rng.integers(0, 3, 12), rng.integers(0, 2, 12)]
+    )
+    X2 = X[:5] + 0.01
+    for kernel in (mkl_kernel(3), sqe_kernel(3), SquaredExponential()):
+        kernel.set_n_dims(X.shape[1])
+        theta = rng.uniform(-1.5, 0.5, size=kernel.n_params)
+        for pre in (kernel.precompute(X), kernel.precompute(X, X2)):
+            g = kernel.gradient(theta, pre)
+            h = 1e-6
+            for k in range(theta.size):
+                tp, tm = theta.copy(), theta.copy()
+                tp[k] += h
+                tm[k] -= h
+                fd = (kernel.evaluate(tp, pre) - kernel.evaluate(tm, pre)) / (2 * h)
+                np.testing.assert_allclose(g[k], fd, atol=1e-7)
+
+
+def test_dataset_kernel_relations():
+    X = np.array([[0.1, 0, 1], [0.2, 1, 1], [0.3, 1, 0]])
+    same = DatasetKernel(1, "same", 0.5)(np.empty(0), X)
+    np.testing.assert_array_equal(
+        same, 0.5 * np.array([[1, 0, 0], [0, 1, 1], [0, 1, 1]])
+    )
+    both = DatasetKernel(2, "product", 2.0)(np.empty(0), X)
+    np.testing.assert_array_equal(
+        both, 2.0 * np.array([[1, 1, 0], [1, 1, 0], [0, 0, 0]])
+    )
+    with pytest.raises(ValueError, match="relation"):
+        DatasetKernel(1, "either")
+    with pytest.raises(ValueError, match="weight"):
+        DatasetKernel(1, "same", -1.0)
+
+
+def test_mkl_predictions_use_neighbours_only():
+    """Non-neighbour datasets inform hyperparameters, not the current surface."""
+    _, dataset, _, X = _small_case()
+    keep = dataset > 0  # prior data only
+    Xp = X[keep]
+    kernel = mkl_kernel(2)
+    theta = np.r_[0.0, 0.0, np.log(1e-3), np.log([0.3, 0.3])]
+    y = np.linspace(-1.0, 1.0, keep.sum())
+    y_other = y.copy()
+    y_other[Xp[:, 2] == 2] += 5.0  # change the outside dataset only
+    query = np.column_stack(
+        [np.random.default_rng(0).uniform(size=(7, 2)), np.zeros(7), np.ones(7)]
+    )
+    m1, _ = GaussianProcess(kernel).fit(Xp, y, theta).predict(query)
+    m2, _ = GaussianProcess(kernel).fit(Xp, y_other, theta).predict(query)
+    np.testing.assert_allclose(m1, m2, atol=1e-10)
+    y_nb = y.copy()
+    y_nb[Xp[:, 2] == 1] += 1.0  # changing the neighbour moves the prediction
+    m3, _ = GaussianProcess(kernel).fit(Xp, y_nb, theta).predict(query)
+    assert np.abs(m3 - m1).max() > 1e-2

@@ -1,0 +1,30 @@
+"""Small builders several test modules share."""
+
+import numpy as np
+
+from skbayes_search.gp import GPSurrogate
+
+
+def gp_data(n=15, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, d))
+    y = np.sin(4 * X[:, 0]) + X[:, 1] ** 2 - 0.5 * X[:, -1] + 0.05 * rng.normal(size=n)
+    return X, y
+
+
+def assert_psd(K, tol=1e-9):
+    np.testing.assert_allclose(K, K.T, atol=1e-14)
+    assert np.linalg.eigvalsh(K).min() > -tol * max(1.0, np.abs(K).max())
+
+
+def fitted_surrogate(n=12, d=2, seed=0, sampling="mcmc", n_samples=4):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, d))
+    y = np.sin(5 * X[:, 0]) + (X[:, -1] - 0.3) ** 2
+    s = GPSurrogate(
+        hyperparameter_sampling=sampling,
+        n_samples=n_samples,
+        n_burn=20,
+        random_state=seed,
+    ).fit(X, y)
+    return s, X, y

@@ -1,0 +1,127 @@
+"""The shared base: CV splits, failures and their scores, for every strategy."""
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import make_classification
+from sklearn.exceptions import FitFailedWarning
+
+from skbayes_search import BayesSearchCV
+
+
+def test_boolean_mask_splits_score_like_grid_search():
+    # Masks read as indices would put rows 0 and 1 in every fold.
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.svm import SVC
+
+    X, y = make_classification(n_samples=90, random_state=0)
+    masks = []
+    for train, _ in KFold(3, shuffle=True, random_state=0).split(X):
+        m_train = np.zeros(len(X), dtype=bool)
+        m_train[train] = True
+        masks.append((m_train, ~m_train))
+    space = {"C": [0.1, 1.0, 10.0]}
+    ours = BayesSearchCV(SVC(), space, n_iter=3, cv=masks, random_state=0).fit(X, y)
+    grid = GridSearchCV(SVC(), space, cv=masks).fit(X, y)
+    by_c = dict(
+        zip(
+            [p["C"] for p in grid.cv_results_["params"]],
+            grid.cv_results_["mean_test_score"],
+        )
+    )
+    for params, score in zip(
+        ours.cv_results_["params"], ours.cv_results_["mean_test_score"]
+    ):
+        assert score == pytest.approx(by_c[params["C"]])
+    assert ours.best_score_ == pytest.approx(grid.best_score_)
+
+
+def test_boolean_mask_of_the_wrong_length_is_refused():
+    from sklearn.svm import SVC
+
+    X, y = make_classification(n_samples=40, random_state=0)
+    bad = [(np.ones(30, dtype=bool), np.ones(30, dtype=bool))]
+    with pytest.raises(ValueError, match="cv: a boolean mask"):
+        BayesSearchCV(SVC(), {"C": [1.0, 2.0]}, n_iter=2, cv=bad).fit(X, y)
+
+
+class _FailsForLargeC(ClassifierMixin, BaseEstimator):
+    """Fails to fit when C > 1; otherwise predicts the majority class."""
+
+    def __init__(self, C=1.0):
+        self.C = C
+
+    def fit(self, X, y):
+        if self.C > 1:
+            raise ValueError("C too large")
+        self.classes_, counts = np.unique(y, return_counts=True)
+        self.majority_ = self.classes_[np.argmax(counts)]
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.majority_)
+
+
+def test_numeric_error_score_never_reaches_the_surrogate():
+    from skbayes_search._trial import SearchContext, TrialRecord
+    from skbayes_search.space import SearchSpace
+
+    def record(score, failed):
+        return TrialRecord({}, np.zeros(1), 1.0, 10, score, 1.0, 1.0, failed, 0, 0.0)
+
+    ctx = SearchContext(
+        space=SearchSpace({"C": [1.0]}),
+        rng=np.random.default_rng(0),
+        seed=0,
+        n_train=10,
+        n_classes=2,
+        n_splits=2,
+        budget=3,
+        max_time=None,
+        n_jobs_effective=1,
+        start_time=0.0,
+    )
+    ctx.trials = [record(0.8, False), record(-1e6, True), record(0.6, False)]
+    assert np.isnan(ctx.scores()[1])
+    # the failed trial gets the worst observed loss, not 1e6
+    np.testing.assert_allclose(ctx.losses(), [-0.8, -0.6, -0.6])
+    assert ctx.n_succeeded() == 2
+
+
+def test_numeric_error_score_search_warns_and_keeps_the_value_in_results():
+    X, y = make_classification(n_samples=60, random_state=0)
+    search = BayesSearchCV(
+        _FailsForLargeC(),
+        {"C": [0.5, 1.0, 2.0, 4.0]},
+        n_iter=4,
+        cv=2,
+        error_score=-1e6,
+        random_state=0,
+    )
+    with pytest.warns(FitFailedWarning, match="2 of 4 trials failed"):
+        search.fit(X, y)
+    scores = dict(
+        zip(
+            [p["C"] for p in search.cv_results_["params"]],
+            search.cv_results_["mean_test_score"],
+        )
+    )
+    assert scores[2.0] == scores[4.0] == -1e6
+    assert search.best_params_["C"] <= 1.0
+
+
+def test_nan_scores_of_successful_fits_are_counted():
+    def nan_scorer(estimator, X, y):
+        return np.nan if estimator.C < 1 else 0.5
+
+    X, y = make_classification(n_samples=60, random_state=0)
+    search = BayesSearchCV(
+        _FailsForLargeC(),
+        {"C": [0.5, 0.7, 1.0]},
+        n_iter=3,
+        cv=2,
+        scoring=nan_scorer,
+        random_state=0,
+    )
+    with pytest.warns(UserWarning, match="2 of 3 trials fitted but scored NaN"):
+        search.fit(X, y)
