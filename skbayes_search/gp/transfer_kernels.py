@@ -82,7 +82,22 @@ class SquaredExponential(StationaryARD):
     gradient_dot = Kernel.gradient_dot
 
 
-class NeighbourKernel(Kernel):
+class _ParameterFree(Kernel):
+    """A kernel with no hyperparameters of its own (a fixed correlation)."""
+
+    @property
+    def n_params(self) -> int:
+        return 0
+
+    @property
+    def bounds(self) -> list[tuple[float, float]]:
+        return []
+
+    def gradient(self, theta: np.ndarray, pre: Any) -> np.ndarray:
+        return np.empty((0, *pre.shape))
+
+
+class NeighbourKernel(_ParameterFree):
     """Positive semi-definite version of the paper's ``1 - ||x - x'||^2 / B``.
 
     Yogatama & Mann's nearest-neighbour kernel is ``1 - ||x - x'||^2 / B``
@@ -122,14 +137,6 @@ class NeighbourKernel(Kernel):
     def __repr__(self) -> str:
         return f"NeighbourKernel(dims={self.dims}, bound={self.bound:g})"
 
-    @property
-    def n_params(self) -> int:
-        return 0
-
-    @property
-    def bounds(self) -> list[tuple[float, float]]:
-        return []
-
     def set_n_dims(self, n_dims: int) -> NeighbourKernel:
         if n_dims < max(self.dims) + 1:
             raise ValueError(
@@ -158,11 +165,8 @@ class NeighbourKernel(Kernel):
         F = self.features(X)
         return np.einsum("ij,ij->i", F, F)
 
-    def gradient(self, theta: np.ndarray, pre: Any) -> np.ndarray:
-        return np.empty((0, *pre.shape))
 
-
-class DatasetKernel(Kernel):
+class DatasetKernel(_ParameterFree):
     """A fixed weight times a relation between the datasets of two points.
 
     ``relation="same"``: ``weight * [c(x) == c(x')]`` on column ``column``
@@ -197,14 +201,6 @@ class DatasetKernel(Kernel):
             f"weight={self.weight:g})"
         )
 
-    @property
-    def n_params(self) -> int:
-        return 0
-
-    @property
-    def bounds(self) -> list[tuple[float, float]]:
-        return []
-
     def set_n_dims(self, n_dims: int) -> DatasetKernel:
         if n_dims < self.column + 1:
             raise ValueError(
@@ -227,9 +223,6 @@ class DatasetKernel(Kernel):
     def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
         c = _as_2d(X)[:, self.column]
         return self.weight * (np.ones_like(c) if self.relation == "same" else c * c)
-
-    def gradient(self, theta: np.ndarray, pre: Any) -> np.ndarray:
-        return np.empty((0, *pre.shape))
 
 
 def sqe_kernel(n_hyper: int) -> Kernel:
