@@ -240,9 +240,9 @@ def test_param_distributions_unchanged():
 
 
 def test_frozen_distribution_variants():
-    # An unfrozen distribution without shapes is frozen with its defaults.
-    space = SearchSpace({"x": stats.norm})
-    assert abs(np.mean([p["x"] for p in space.from_unit(space.sample(256, 0))])) < 0.2
+    # An unfrozen distribution is refused: its loc and scale would be a guess.
+    with pytest.raises(ValueError, match=r"search_spaces\['x'\].*loc and scale"):
+        SearchSpace({"x": stats.norm})
     # randint with a single value is a fixed parameter.
     space = SearchSpace({"x": randint(3, 4), "y": (0.0, 1.0)})
     assert space.n_dims == 1
@@ -391,9 +391,7 @@ def test_to_unit_rejects_foreign_params():
 
 
 BAD_INPUTS = [
-    ({}, ValueError, ["at least one parameter"]),
     ([], ValueError, ["must not be empty"]),
-    ([{}], ValueError, ["at least one parameter"]),
     ("C", TypeError, ["dict or a list of dicts"]),
     ([{"C": [1]}, ["C"]], TypeError, ["search_spaces[1]"]),
     ({1: [1, 2]}, TypeError, ["parameter names must be strings"]),
@@ -440,7 +438,9 @@ BAD_INPUTS = [
         ValueError,
         ["search_spaces[1]['C']", "low must be < high"],
     ),
-    ({"d": stats.randint}, TypeError, ["search_spaces['d']", "frozen"]),
+    ({"d": stats.randint}, ValueError, ["search_spaces['d']", "randint(...)"]),
+    ({"d": stats.uniform}, ValueError, ["search_spaces['d']", "loc and scale"]),
+    ({"d": stats.poisson}, ValueError, ["search_spaces['d']", "poisson(...)"]),
     ({"d": stats.multivariate_normal([0, 0])}, TypeError, ["search_spaces['d']"]),
     ({"d": uniform(0, -1)}, ValueError, ["search_spaces['d']", "invalid parameters"]),
     ({"d": norm([0, 1])}, TypeError, ["search_spaces['d']", "scalar"]),
@@ -572,7 +572,7 @@ def test_signature():
     assert s[0]["est"]["categories"][0] == ["repr", "LogisticRegression(C=2.0)"]
     assert sig({"w": norm(0, 1)}) != sig({"w": norm(0, 2)})
     assert sig({"w": norm(0, 1)}) == sig({"w": norm(loc=0.0, scale=1)})
-    assert sig({"w": norm(0, 1)}) == sig({"w": stats.norm})
+    assert sig({"w": norm(0, 1)}) == sig({"w": stats.norm()})
     assert sig({"w": stats.gamma(2.0)}) == sig({"w": stats.gamma(a=2, loc=0)})
     assert sig({"w": stats.gamma(2.0)}) != sig({"w": stats.gamma(2.0, 1.0)})
     assert sig({"p": poisson(3)}) == sig({"p": poisson(mu=3, loc=0)})
@@ -620,3 +620,56 @@ def test_docstring_examples_run():
         result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.attempted > 0, module.__name__
         assert result.failed == 0, module.__name__
+
+
+@pytest.mark.parametrize("spaces", [{}, [{}]])
+def test_empty_dict_is_one_point_the_defaults(spaces):
+    # scikit-learn's ParameterGrid({}) yields one candidate, the defaults.
+    space = SearchSpace(spaces, estimator_params=set(SVC().get_params()))
+    assert space.n_dims == 0 and space.cardinality == 1
+    assert space.from_unit(space.sample(3, 0)) == [{}, {}, {}]
+    assert space.to_unit([{}]).shape == (1, 0)
+    assert space.from_unit(space.default_point()[None, :]) == [{}]
+
+
+def test_an_empty_sub_space_is_one_more_point():
+    space = SearchSpace([{}, {"C": [1.0, 2.0]}])
+    assert space.cardinality == 3
+    points = space.from_unit(space.sample(64, 0))
+    assert {} in points and {"C": 2.0} in points
+
+
+def test_swapped_steps_may_name_their_candidates_parameters():
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import Pipeline
+    from sklearn.tree import DecisionTreeClassifier
+
+    pipe = Pipeline([("reduce_dim", "passthrough"), ("clf", LogisticRegression())])
+    valid = set(pipe.get_params(deep=True))
+    grid = [
+        {"clf": [DecisionTreeClassifier(), SVC()], "clf__max_depth": [2, 3]},
+        {"reduce_dim": ["passthrough", PCA()], "reduce_dim__n_components": [2]},
+        {"clf": [SVC()], "clf__gamma": Real(1e-3, 1.0, "log-uniform")},
+    ]
+    assert SearchSpace(grid, estimator_params=valid).n_dims > 0
+    # A nested swap: a pipeline as the step, then one of its own steps.
+    nested = {
+        "clf": [Pipeline([("inner", LogisticRegression())])],
+        "clf__inner": [SVC()],
+        "clf__inner__gamma": [0.1],
+    }
+    SearchSpace(nested, estimator_params=valid)
+    # Names are checked per sub-space: a candidate of another sub-space does
+    # not make a name valid here, and a name valid under no candidate fails.
+    with pytest.raises(
+        ValueError, match=r"invalid parameter\(s\) \['clf__max_depth'\]"
+    ):
+        SearchSpace(
+            [{"clf": [DecisionTreeClassifier()]}, {"clf__max_depth": [2]}],
+            estimator_params=valid,
+        )
+    with pytest.raises(ValueError, match=r"\['clf__kernel'\]"):
+        SearchSpace(
+            {"clf": [DecisionTreeClassifier(), "passthrough"], "clf__kernel": ["rbf"]},
+            estimator_params=valid,
+        )

@@ -184,13 +184,16 @@ def _parse_value(value: Any, label: str) -> Dimension:
     if isinstance(value, Dimension):
         return value._checked(label)
     if isinstance(value, (rv_continuous, rv_discrete)):
-        # An unfrozen distribution without shape parameters, e.g. stats.norm.
+        # An unfrozen distribution (stats.uniform rather than stats.uniform(0,
+        # 10)): without its loc/scale (and shapes) the range meant is a guess.
+        needs = "loc" if isinstance(value, rv_discrete) else "loc and scale"
         if value.numargs:
-            raise TypeError(
-                f"{label}: the distribution {value.name!r} needs its shape "
-                f"parameters; pass a frozen distribution, e.g. {value.name}(...)"
-            )
-        return _from_distribution(value(), label)
+            needs = f"shape parameters and {needs}"
+        raise ValueError(
+            f"{label}: scipy.stats.{value.name} is a distribution family, not a "
+            f"distribution; call it with its {needs}, e.g. "
+            f"scipy.stats.{value.name}(...), so the range searched is explicit"
+        )
     if _is_frozen_distribution(value):
         return _from_distribution(value, label)
     if hasattr(value, "rvs"):

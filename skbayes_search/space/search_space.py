@@ -15,6 +15,7 @@ from ._parse import _parse_value
 from .dimensions import (
     _INACTIVE,
     _MAX_EXACT_UNION,
+    Categorical,
     Dimension,
     Integer,
     _is_integral,
@@ -66,6 +67,42 @@ def _union_size(blocks: list[_Block]) -> int:
     return total
 
 
+def _names_after_steps(valid: set[str], dims: Mapping[str, Dimension]) -> set[str]:
+    """Parameter names valid once the sub-space's steps are replaced.
+
+    A categorical of estimators on a parameter such as a pipeline step
+    (``{"clf": [SVC(), DecisionTreeClassifier()], "clf__max_depth": ...}``)
+    makes ``clf__<name>`` valid for every parameter of every candidate, as
+    ``estimator.set_params(clf=candidate)`` would; nested steps are followed
+    until nothing changes. A name is valid when it is valid under at least
+    one candidate (a trial with another candidate fails its fit and scores
+    ``error_score``, as in scikit-learn's searches).
+    """
+    valid = set(valid)
+    expanded: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, dim in dims.items():
+            if name in expanded or name not in valid:
+                continue
+            if not isinstance(dim, Categorical):
+                continue
+            expanded.add(name)
+            for candidate in dim.categories:
+                if isinstance(candidate, type) or not hasattr(candidate, "get_params"):
+                    continue  # "passthrough", None, a plain value
+                try:
+                    params = candidate.get_params(deep=True)
+                except Exception:  # not an estimator after all
+                    continue
+                new = {f"{name}__{key}" for key in params} - valid
+                if new:
+                    valid |= new
+                    changed = True
+    return valid
+
+
 class SearchSpace:
     """The parsed search space of a search and its unit-cube encoding.
 
@@ -91,10 +128,15 @@ class SearchSpace:
           :class:`Integer` when both bounds are integers, else a :class:`Real`.
 
         A list of dicts is a conditional space: each point belongs to exactly
-        one of the dicts and carries only that dict's parameters.
+        one of the dicts and carries only that dict's parameters. An empty
+        dict is one point, the estimator's defaults (as in scikit-learn's
+        ``ParameterGrid``).
     estimator_params : set of str, default=None
-        Valid parameter names (``estimator.get_params().keys()``); unknown
-        names raise ``ValueError``. ``None`` skips the check.
+        Valid parameter names (``estimator.get_params(deep=True).keys()``);
+        unknown names raise ``ValueError``. A sub-space that swaps a step
+        (a categorical of estimators, e.g. ``{"clf": [SVC(), LogisticRegression()],
+        "clf__C": ...}``) may also name the parameters of its candidates.
+        ``None`` skips the check.
 
     Attributes
     ----------
@@ -167,13 +209,13 @@ class SearchSpace:
         names: list[str] = []
         for dims in parsed:
             names.extend(n for n in dims if n not in names)
-        if not names:
-            raise ValueError(
-                "search_spaces must define at least one parameter, got "
-                f"{search_spaces!r}"
-            )
+        # An empty dict is one point, the estimator's defaults (as in
+        # scikit-learn's ParameterGrid): a space of no dimension.
         if estimator_params is not None:
-            unknown = [n for n in names if n not in estimator_params]
+            unknown: list[str] = []
+            for dims in parsed:
+                valid = _names_after_steps(set(estimator_params), dims)
+                unknown.extend(n for n in dims if n not in valid and n not in unknown)
             if unknown:
                 raise ValueError(
                     f"search_spaces: invalid parameter(s) {unknown!r} for the "
