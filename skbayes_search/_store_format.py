@@ -4,11 +4,16 @@ This module holds the constants, the encoding and decoding of values and rows,
 and the creation and check of the schema on a connection that
 :class:`~skbayes_search.TrialStore` opened.
 
-Schema (version 1)
+Schema (version 2)
 ------------------
 The file is identified by ``PRAGMA application_id`` (``0x534B4253``, "SKBS") and its
-layout by ``PRAGMA user_version`` (``1``). A file with another application id, or
-with a newer schema version, is refused with a :class:`ValueError`.
+layout by ``PRAGMA user_version`` (``2``). A file with another application id, or
+with a newer schema version, is refused with a :class:`ValueError`. A file of
+schema version 1 is upgraded in place on first use (columns ``runs.fingerprint``,
+``runs.n_members``, ``trials.position`` and tables ``leases`` and ``claims`` are
+added; nothing is rewritten). Its runs keep a null fingerprint, so they can still
+be read (by transfer) but a search refuses to resume them until
+:meth:`TrialStore.adopt_run` is called for one explicitly.
 
 ``runs``, one row per search run:
 
@@ -28,6 +33,14 @@ created            REAL     Unix time the run was created
 finished           REAL     Unix time of the last :meth:`TrialStore.finish_run`,
                             NULL until then
 status             TEXT     ``"running"`` or ``"finished"``
+fingerprint        TEXT     JSON object: what the run was made from (data,
+                            CV splits, scoring, estimator; see
+                            :func:`skbayes_search._journal.run_fingerprint`);
+                            NULL for a run made by schema version 1 or without
+                            one, ``{}`` once adopted (the next search records
+                            its own)
+n_members          INTEGER  number of leases ever granted on the run (seeds
+                            the searches that cooperate on it apart)
 =================  =======  ====================================================
 
 ``trials``, one row per finished trial, primary key ``(run_id, trial_index)``:
@@ -50,7 +63,19 @@ extras             TEXT     JSON object (``iter``, ``elapsed_time``,
                             ``position``: place in the order the search proposed
                             its trials, strategy columns, ...)
 created            REAL     Unix time the trial was stored
+position           INTEGER  ``extras["position"]``, unique within a run (NULL
+                            for rows of schema version 1)
 =================  =======  ====================================================
+
+``leases``, one row per search holding a run (see :class:`TrialStore`), primary
+key ``(run_id, owner)``: ``owner`` (TEXT, a token unique to the search), ``host``
+(TEXT), ``pid`` and ``thread`` (INTEGER), ``mode`` (``"exclusive"`` or
+``"cooperate"``), ``acquired`` and ``expires`` (REAL, Unix times). A lease is live
+while it has not expired and, on the same host, its process (and, in the same
+process, its thread) is alive.
+
+``claims``, one row per trial position a cooperating search has claimed and not
+yet written, primary key ``(run_id, position)``, with its ``owner``.
 
 JSON encoding
 -------------
@@ -84,13 +109,46 @@ import numpy as np
 __all__ = ["SCHEMA_VERSION", "TRIAL_FIELDS", "from_json", "to_json"]
 
 APPLICATION_ID = 0x534B4253  # "SKBS"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 _FLOAT_TAG = "$float"
 _TUPLE_TAG = "$tuple"
 
-_SCHEMA = """
+# Tables and indices schema version 2 added to version 1 (created as they are
+# in a new file, and added by the upgrade of a version 1 file).
+_V2_ADDITIONS = """
+CREATE UNIQUE INDEX trials_position ON trials (run_id, position)
+    WHERE position IS NOT NULL;
+CREATE TABLE leases (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    thread INTEGER NOT NULL,
+    mode TEXT NOT NULL CHECK (mode IN ('exclusive', 'cooperate')),
+    acquired REAL NOT NULL,
+    expires REAL NOT NULL,
+    PRIMARY KEY (run_id, owner)
+);
+CREATE TABLE claims (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    position INTEGER NOT NULL CHECK (position >= 0),
+    owner TEXT NOT NULL,
+    PRIMARY KEY (run_id, position)
+);
+"""
+_V1_TO_V2 = (
+    """
+ALTER TABLE runs ADD COLUMN fingerprint TEXT;
+ALTER TABLE runs ADD COLUMN n_members INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN position INTEGER CHECK (position >= 0);
+"""
+    + _V2_ADDITIONS
+)
+
+_SCHEMA = (
+    """
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
@@ -101,7 +159,9 @@ CREATE TABLE runs (
     settings TEXT NOT NULL,
     created REAL NOT NULL,
     finished REAL,
-    status TEXT NOT NULL CHECK (status IN ('running', 'finished'))
+    status TEXT NOT NULL CHECK (status IN ('running', 'finished')),
+    fingerprint TEXT,
+    n_members INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE trials (
     run_id INTEGER NOT NULL REFERENCES runs (id),
@@ -116,9 +176,12 @@ CREATE TABLE trials (
     n_test_samples TEXT NOT NULL,
     extras TEXT NOT NULL,
     created REAL NOT NULL,
+    position INTEGER CHECK (position >= 0),
     PRIMARY KEY (run_id, trial_index)
 );
 """
+    + _V2_ADDITIONS
+)
 
 _TRIAL_REQUIRED = (
     "params",
@@ -146,6 +209,7 @@ RUN_COLUMNS = (
     "created",
     "finished",
     "status",
+    "fingerprint",
 )
 RUNS_SQL = (
     f"SELECT {', '.join(RUN_COLUMNS)}, "
@@ -415,13 +479,48 @@ def encode_trial(record: Any) -> dict[str, Any]:
     }
 
 
-def decode_trial(row: tuple) -> dict[str, Any]:
+class StoredTrialError(ValueError):
+    """A trial row of a store that cannot be read back, or that the search
+    reading it cannot accept (the message names the store, run and trial)."""
+
+
+def decode_trial(row: tuple, where: str = "trial") -> dict[str, Any]:
+    """Decode and check one ``trials`` row (in :data:`TRIAL_COLUMNS` order).
+
+    Raises
+    ------
+    StoredTrialError
+        If a column is not the JSON the store writes, or the decoded record
+        would not pass :func:`encode_trial` (missing or mistyped fields,
+        per-split lists of unequal lengths, ...); ``where`` starts the message.
+    """
     trial = dict(zip(TRIAL_COLUMNS, row))
-    for key in ("params", "x", "n_test_samples", "extras"):
-        trial[key] = from_json(trial[key])
-    for key in ("scores", "fit_times", "score_times"):
-        trial[key] = from_json(trial[key], null_as_nan=True)
+    key = "trial_index"
+    try:
+        for key in ("params", "x", "n_test_samples", "extras"):
+            trial[key] = from_json(_text(trial[key]))
+        for key in ("scores", "fit_times", "score_times"):
+            trial[key] = from_json(_text(trial[key]), null_as_nan=True)
+        key = "row"
+        # The checks a record passes on its way in, so that a row edited in
+        # the file is refused the same way (and never surfaces as a KeyError
+        # or TypeError deep in a search).
+        encode_trial({k: trial[k] for k in TRIAL_FIELDS})
+        if not isinstance(trial["extras"], Mapping):
+            raise TypeError("extras must be a dict")
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        raise StoredTrialError(
+            f"{where}: unreadable row ({key}: {type(exc).__name__}: {exc}). The "
+            "store was modified outside skbayes_search or is damaged; delete the "
+            "row or start a new run (another run_name)."
+        ) from None
     return trial
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected JSON text, got {type(value).__name__}")
+    return value
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -436,7 +535,8 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 def schema_state(conn: sqlite3.Connection, path: str | os.PathLike) -> str:
-    """Return "store" or "empty", raise ValueError for anything else."""
+    """Return "store", "v1" (a store to upgrade) or "empty"; raise ValueError
+    for anything else."""
     # The three reads must see one snapshot: read one by one, they can
     # straddle another process's creation of the schema and see tables
     # without the application id (a new store mistaken for a foreign one).
@@ -477,25 +577,32 @@ def schema_state(conn: sqlite3.Connection, path: str | os.PathLike) -> str:
             f"version {version}, written by a newer skbayes_search; this version "
             f"reads schema version {SCHEMA_VERSION}. Upgrade skbayes_search."
         )
-    if version < SCHEMA_VERSION or not {"runs", "trials"} <= set(tables):
+    if version == 1 and {"runs", "trials"} <= set(tables):
+        return "v1"
+    needed = {"runs", "trials", "leases", "claims"}
+    if version < SCHEMA_VERSION or not needed <= set(tables):
         raise ValueError(
             f"{os.fspath(path)!r} is a damaged skbayes_search TrialStore "
             f"(schema version {version}, tables {tables}); expected schema "
-            f"version {SCHEMA_VERSION} with tables 'runs' and 'trials'"
+            f"version {SCHEMA_VERSION} with tables {sorted(needed)}"
         )
     return "store"
 
 
 def create_schema(conn: sqlite3.Connection, path: str | os.PathLike) -> None:
-    """Create the schema in an empty database; check any other."""
+    """Create the schema in an empty database, upgrade a version 1 store; check
+    any other."""
     # A read-only look first, so that a foreign file is not even locked.
     if schema_state(conn, path) == "store":
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        # Another process may have created the schema while we waited.
-        if schema_state(conn, path) == "empty":
-            for statement in _SCHEMA.split(";"):
+        # Another process may have created (or upgraded) the schema while we
+        # waited.
+        state = schema_state(conn, path)
+        if state != "store":
+            script = _SCHEMA if state == "empty" else _V1_TO_V2
+            for statement in script.split(";"):
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
