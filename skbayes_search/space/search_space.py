@@ -533,3 +533,64 @@ class SearchSpace:
             }
             for b in self._blocks
         ]
+
+    def validate(self, params: Any) -> None:
+        """Check that ``params`` is a point of the space; raise if not.
+
+        Stricter than :meth:`to_unit`, for parameters read back from outside
+        (a store): the names must be exactly those of one sub-space, every
+        value must lie in its dimension, and an :class:`Integer` takes
+        integers only (not ``3.0``).
+
+        Parameters
+        ----------
+        params : dict
+            One parameter dict, as :meth:`from_unit` returns them.
+
+        Raises
+        ------
+        TypeError
+            If ``params`` is not a dict with string keys.
+        ValueError
+            If a name is unknown or missing, or a value is outside its
+            dimension or of the wrong type; the message says which.
+
+        Examples
+        --------
+        >>> from skbayes_search.space import Integer, SearchSpace
+        >>> space = SearchSpace({"degree": Integer(2, 4)})
+        >>> space.validate({"degree": 3})
+        >>> space.validate({"degree": 9})
+        Traceback (most recent call last):
+        ...
+        ValueError: degree=9 is not in Integer(low=2, high=4, prior='uniform')
+        """
+        if not isinstance(params, Mapping):
+            raise TypeError(f"expected a parameter dict, got {_type_name(params)}")
+        for name in params:
+            if not isinstance(name, str):
+                raise TypeError(f"parameter names must be strings, got {name!r}")
+        unknown = [n for n in params if n not in self.names]
+        if unknown:
+            raise ValueError(
+                f"unknown parameter(s) {unknown!r}; the space has {self.names!r}"
+            )
+        candidates = self._by_keys.get(frozenset(params))
+        if not candidates:
+            expected = " or ".join(repr(sorted(b.keys)) for b in self._blocks)
+            raise ValueError(
+                f"parameters {sorted(params)!r} do not match the search space, "
+                f"which expects exactly {expected}"
+            )
+        problems: list[str] = []
+        for j in candidates:
+            block = self._blocks[j]
+            problems = [
+                f"{name}={params[name]!r} is not in {dim!r}"
+                for name, dim in zip(block.names, block.dims)
+                if not dim._contains(params[name])
+                or (type(dim) is Integer and not _is_integral(params[name]))
+            ]
+            if not problems:
+                return
+        raise ValueError("; ".join(problems))
