@@ -319,8 +319,9 @@ class BaseBayesSearchCV(BaseSearchCV):
         journal = None
         store = as_store(getattr(self, "store", None))
         if store is not None:
-            # Opening the run validates the store and refuses to resume a
-            # run of another space or estimator, before any fit.
+            # Opening the run validates the store, refuses to resume a run
+            # made from other data, splits, scoring, estimator or space, and
+            # takes the run's lease, before any fit.
             journal = SearchJournal(
                 store,
                 getattr(self, "run_name", None),
@@ -332,6 +333,11 @@ class BaseBayesSearchCV(BaseSearchCV):
                     "n_classes": n_classes,
                     "n_splits": self.n_splits_,
                 },
+                X=X,
+                y=y,
+                splits=splits,
+                scoring=self.scoring,
+                estimator=self.estimator,
             )
             self.run_name_ = journal.run_name
             ctx.journal = journal
@@ -381,9 +387,13 @@ class BaseBayesSearchCV(BaseSearchCV):
             return
         ctx = run.ctx
         multimetric = isinstance(self.scoring, (list, tuple, dict)) or None
-        for record, outs in run.journal.read(ctx, multimetric):
+
+        def absorb(record: TrialRecord, outs: list[dict]) -> None:
             ctx.trials.append(record)
             run.all_out.extend(outs)
+
+        # Cooperating searches also absorb each other's trials later on.
+        run.journal.resume(ctx, multimetric, absorb)
         if ctx.trials:
             # The clock (and max_time) continues where the run stopped.
             ctx.start_time = time.perf_counter() - max(

@@ -1,20 +1,60 @@
 """Journal of a search in a :class:`~skbayes_search.TrialStore`: write each
-finished trial, read a killed run back so the search resumes where it stopped."""
+finished trial, read a killed run back so the search resumes where it stopped.
+
+A run records what it was made from (:func:`run_fingerprint`) and the store
+refuses to resume it from anything else; a run is held by one live search at a
+time (a lease renewed by a heartbeat thread), or shared by cooperating searches
+(``TrialStore(path, cooperate=True)``) that claim trial positions atomically.
+Every row read back is checked against the search space before it reaches the
+search.
+
+The fingerprint
+---------------
+``X`` and ``y``: type, shape, dtype (pandas: column names and dtypes) and a
+SHA-256 of the bytes (the ``repr`` of the values for object arrays). Arrays up
+to 64 MiB are hashed whole, which takes about 50 ms at most; a larger one is
+hashed from its shape, dtype and an evenly strided sample of 16,384 rows (the
+first and the last among them), so that a 1e6 x 50 float64 array (400 MB)
+costs about 10 ms instead of 0.35 s for all its bytes. A change confined to
+rows outside the sample of such an array goes unseen; another dataset, another
+order of rows, scaled or added columns do not. The CV splits: a SHA-256 of
+every split's train and test indices (int64). The scoring: a process-independent
+``repr`` (functions by qualified name, memory addresses dropped), and whether
+train scores are recorded. The estimator: its class and ``get_params(deep=True)``
+as JSON, without the searched parameters (their values come from the trials)
+and without ``n_jobs``, ``verbose``, ``pre_dispatch`` and ``memory`` (which do
+not change a result). Nothing in it depends on ``n_jobs`` or on the process.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import re
+import threading
 import uuid
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ._trial import SearchContext, TrialRecord
-from .storage import TrialStore, to_json
+from .storage import StoredTrialError, TrialStore, to_json
 
 # Written in place of the traceback of a fit that failed in an earlier session.
 FAILED_EARLIER = "The fit failed in an earlier session of this run (see the store)."
+
+#: Arrays up to this many bytes are hashed whole; larger ones by a row sample.
+FULL_HASH_BYTES = 64 * 2**20
+#: Rows hashed of a larger array (evenly strided, first and last included).
+SAMPLED_ROWS = 2**14
+# Estimator parameters that do not change a result (nor belong in a fingerprint).
+_RUNTIME_PARAMS = frozenset({"n_jobs", "verbose", "pre_dispatch", "memory"})
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+# Extras every trial row the journal writes carries.
+_REQUIRED_EXTRAS = ("iter", "elapsed_time", "n_resources", "score")
 
 
 def as_store(store: TrialStore | str | os.PathLike | None) -> TrialStore | None:
@@ -52,8 +92,213 @@ def _class_path(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+# ----------------------------------------------------------------- fingerprint
+
+
+def _hash_array(a: np.ndarray, h: Any) -> int | None:
+    """Feed ``a`` to ``h``; return the number of rows sampled, None if whole."""
+    sampled = None
+    n = a.shape[0] if a.ndim else 1
+    if (
+        a.ndim
+        and n > SAMPLED_ROWS
+        and (a.nbytes > FULL_HASH_BYTES or a.dtype.hasobject)
+    ):
+        a = a[_sample_rows(n)]
+        sampled = len(a)
+    if a.dtype.hasobject:
+        h.update(_ADDRESS.sub("", repr(a.tolist())).encode())
+    else:
+        a = np.ascontiguousarray(a)
+        try:
+            h.update(memoryview(a).cast("B"))
+        except (TypeError, ValueError):  # dtypes the buffer protocol lacks
+            h.update(a.tobytes())
+    return sampled
+
+
+def _sample_rows(n: int) -> np.ndarray:
+    """SAMPLED_ROWS evenly strided row indices of n, first and last included."""
+    return np.unique(np.linspace(0, n - 1, SAMPLED_ROWS).round().astype(np.intp))
+
+
+def data_fingerprint(data: Any) -> dict[str, Any] | None:
+    """Type, shape, dtype and a hash of ``X`` or ``y`` (see the module doc).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._journal import data_fingerprint
+    >>> fp = data_fingerprint(np.zeros((3, 2)))
+    >>> fp["shape"], fp["dtype"], len(fp["sha256"])
+    ([3, 2], 'float64', 16)
+    >>> data_fingerprint(np.zeros((3, 2))) == data_fingerprint(np.ones((3, 2)))
+    False
+    """
+    if data is None:
+        return None
+    h = hashlib.sha256()
+    out: dict[str, Any] = {"type": type(data).__name__}
+    sampled = None
+    if hasattr(data, "columns") and hasattr(data, "dtypes") and hasattr(data, "iloc"):
+        # pandas DataFrame: names and dtypes, then each column's values
+        out["shape"] = [int(s) for s in data.shape]
+        out["columns"] = _ADDRESS.sub("", repr([str(c) for c in data.columns]))[:2000]
+        out["dtype"] = [str(t) for t in data.dtypes]
+        n, width = data.shape
+        if n > SAMPLED_ROWS and n * max(width, 1) * 8 > FULL_HASH_BYTES:
+            rows = _sample_rows(n)
+            data = data.iloc[rows]
+            sampled = len(rows)
+        for j in range(width):
+            _hash_array(np.asarray(data.iloc[:, j].to_numpy()), h)
+    elif _is_sparse(data):
+        csr = data.tocsr()
+        if not csr.has_canonical_format:
+            csr = csr.copy()
+            csr.sum_duplicates()
+        out["shape"] = [int(s) for s in csr.shape]
+        out["dtype"] = str(csr.dtype)
+        for part in (csr.indptr, csr.indices, csr.data):
+            sampled = _hash_array(np.asarray(part), h) or sampled
+    else:
+        values = data.to_numpy() if hasattr(data, "to_numpy") else np.asarray(data)
+        if hasattr(data, "name") and not isinstance(data, np.ndarray):
+            out["name"] = _ADDRESS.sub("", repr(data.name))[:200]
+        out["shape"] = [int(s) for s in values.shape]
+        out["dtype"] = str(values.dtype)
+        sampled = _hash_array(values, h)
+    out["sha256"] = h.hexdigest()[:16]
+    if sampled is not None:
+        out["sampled_rows"] = sampled
+    return out
+
+
+def _is_sparse(data: Any) -> bool:
+    try:
+        from scipy import sparse
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        return False
+    return bool(sparse.issparse(data))
+
+
+def splits_fingerprint(splits: list) -> dict[str, Any]:
+    """The number of CV splits and a hash of their train and test indices."""
+    h = hashlib.sha256()
+    for train, test in splits:
+        for idx in (train, test):
+            idx = np.ascontiguousarray(idx, dtype="<i8")
+            h.update(len(idx).to_bytes(8, "little"))
+            h.update(memoryview(idx).cast("B"))
+    return {"n_splits": len(splits), "sha256": h.hexdigest()[:16]}
+
+
+def stable_repr(value: Any) -> Any:
+    """A JSON-able description of ``value`` equal in every process.
+
+    Estimators become their class path (their parameters are listed by
+    ``get_params(deep=True)``), functions and classes their qualified name,
+    arrays their fingerprint, other objects their ``repr`` without memory
+    addresses.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (list, tuple)):
+        return [stable_repr(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): stable_repr(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return {"array": data_fingerprint(value)}
+    if isinstance(value, type) or (
+        callable(value)
+        and hasattr(value, "__qualname__")
+        and hasattr(value, "__module__")
+    ):
+        return f"{value.__module__}.{value.__qualname__}"
+    if hasattr(value, "get_params") and callable(value.get_params):
+        return {"class": _class_path(value)}
+    return _ADDRESS.sub("", repr(value))[:2000]
+
+
+def estimator_fingerprint(estimator: Any, searched: list[str]) -> dict[str, Any]:
+    """Class path and the parameters that are not searched (see the module doc)."""
+    params = estimator.get_params(deep=True) if hasattr(estimator, "get_params") else {}
+    kept = {}
+    for key in sorted(params):
+        if key.rsplit("__", 1)[-1] in _RUNTIME_PARAMS:
+            continue
+        if any(key == name or key.startswith(name + "__") for name in searched):
+            continue
+        kept[key] = stable_repr(params[key])
+    return {"class": _class_path(estimator), "params": kept}
+
+
+def run_fingerprint(
+    *,
+    X: Any,
+    y: Any,
+    splits: list,
+    scoring: Any,
+    estimator: Any,
+    searched: list[str],
+    return_train_score: bool = False,
+) -> dict[str, Any]:
+    """What a run is made from: data, CV splits, scoring and estimator.
+
+    Equal for equal inputs in any process and whatever ``n_jobs``; see the
+    module docstring for the contents and the cost.
+    """
+    return {
+        "X": data_fingerprint(X),
+        "y": data_fingerprint(y),
+        "cv_splits": splits_fingerprint(splits),
+        "scoring": stable_repr(scoring),
+        "train_scores": bool(return_train_score),
+        "estimator": estimator_fingerprint(estimator, searched),
+    }
+
+
+# --------------------------------------------------------------------- journal
+
+
+def _renew_until_stopped(
+    store: TrialStore, run_id: int, token: str, interval: float, stop: threading.Event
+) -> None:
+    # The heartbeat: keeps the lease of a search whose trials take long.
+    while not stop.wait(interval):
+        try:
+            if not store.renew_lease(run_id, token):
+                return
+        except Exception:  # a locked store: try again later
+            continue
+
+
+def _release(
+    store: TrialStore, run_id: int, token: str, stop: threading.Event, pid: int
+) -> None:
+    # A journal dropped without finish() (the search raised): free the run.
+    stop.set()
+    if os.getpid() != pid:
+        return  # a forked copy never releases its parent's lease
+    try:
+        store.release_run(run_id, token)
+    except Exception:  # at exit, a closed store: the lease expires
+        pass
+
+
 class SearchJournal:
     """One run of one search in a store.
+
+    Opening the journal refuses, before any fit, to resume a run made from
+    other data, CV splits, scoring, estimator, strategy or search space, and a
+    run another live search holds.
 
     Parameters
     ----------
@@ -67,6 +312,14 @@ class SearchJournal:
         Its parsed space (the signature guards against resuming another one).
     meta : dict
         Dataset meta-features (``n_samples``, ``n_features``, ``n_classes``).
+    X, y : array-like
+        The data (fingerprinted, see :func:`run_fingerprint`).
+    splits : list of (train, test) index arrays
+        The search's fixed CV splits.
+    scoring : object
+        The search's ``scoring``.
+    estimator : estimator
+        The searched estimator.
     """
 
     def __init__(
@@ -76,32 +329,110 @@ class SearchJournal:
         search: Any,
         space: Any,
         meta: dict,
+        *,
+        X: Any,
+        y: Any,
+        splits: list,
+        scoring: Any,
+        estimator: Any,
     ) -> None:
         self.store = store
         self.run_name = run_name or (f"{type(search).__name__}-{uuid.uuid4().hex[:12]}")
+        self.cooperate = bool(getattr(store, "cooperate", False))
+        self._search = search
+        if self.cooperate:
+            _check_cooperative(search)
         self.run_id = store.open_run(
             self.run_name,
             strategy=type(search).__name__,
-            estimator_class=_class_path(search.estimator),
+            estimator_class=_class_path(estimator),
             space_signature=space.signature(),
             meta=meta,
             settings={"n_splits": int(meta.get("n_splits", 0))},
+            fingerprint=run_fingerprint(
+                X=X,
+                y=y,
+                splits=splits,
+                scoring=scoring,
+                estimator=estimator,
+                searched=list(space.names),
+                return_train_score=bool(getattr(search, "return_train_score", False)),
+            ),
         )
+        self.lease, self.member = store.hold_run(self.run_id)
+        stop = threading.Event()
+        self._stop = stop
+        self._finalizer = weakref.finalize(
+            self, _release, store, self.run_id, self.lease, stop, os.getpid()
+        )
+        threading.Thread(
+            target=_renew_until_stopped,
+            args=(store, self.run_id, self.lease, store.lease_seconds / 4, stop),
+            name=f"skbayes-lease-{self.run_name}",
+            daemon=True,
+        ).start()
         # place of the next trial in the order the search proposed them
         self._next_position = 0
+        # cooperation: positions claimed and not yet given to trials, the
+        # positions this search has in its context, the next row to look at
+        self._reserved: list[int] = []
+        self._known: set[int] = set()
+        self._since = 0
+        self._absorb: Callable[[TrialRecord, list[dict]], None] | None = None
+        self._multimetric: bool | None = None
 
-    def claim_positions(self, n: int) -> range:
-        """Places, in proposal order, of a batch of ``n`` trials."""
-        start = self._next_position
-        self._next_position += n
-        return range(start, start + n)
+    def _where(self, trial: Any = None) -> str:
+        where = f"store {os.fspath(self.store.path)!r}, run {self.run_name!r}"
+        return where if trial is None else f"{where}, trial {trial!r}"
+
+    # -- positions --------------------------------------------------------------
+
+    def claim_positions(self, n: int) -> range | list[int]:
+        """Places, in proposal order, of a batch of ``n`` trials.
+
+        Cooperating, the places are claimed in the store (from those the
+        search reserved when it counted what remains, see :meth:`resume`).
+        """
+        if not self.cooperate:
+            start = self._next_position
+            self._next_position += n
+            return range(start, start + n)
+        if n > len(self._reserved):
+            raise RuntimeError(
+                f"{self._where()}: {type(self._search).__name__} asked for {n} "
+                f"trials where {len(self._reserved)} positions of the shared "
+                "budget are left; cooperating searches run only within the run's "
+                "budget."
+            )
+        positions, self._reserved = self._reserved[:n], self._reserved[n:]
+        return positions
+
+    def _n_remaining(self, ctx: SearchContext) -> int:
+        # Cooperating: what remains is what this search could claim of the
+        # run's budget; it looks at the others' new trials first.
+        if not self._reserved:
+            self._follow(ctx)
+            # enough positions to keep the workers busy (each trial runs
+            # n_splits fits), or the search's n_points
+            want = getattr(self._search, "n_points", None) or math.ceil(
+                ctx.n_jobs_effective / max(1, ctx.n_splits)
+            )
+            want = max(1, int(want))
+            self._reserved = self.store.claim_positions(
+                self.run_id, self.lease, want, below=ctx.budget
+            )
+        return len(self._reserved)
+
+    # -- writing ----------------------------------------------------------------
 
     def write(self, record: TrialRecord, outs: list[dict], position: int) -> None:
         """Commit one finished trial (before the next proposal).
 
         ``position`` is the trial's place in proposal order (see
         :meth:`claim_positions`); trials are committed as they finish, which
-        within a parallel batch is another order.
+        within a parallel batch is another order. Cooperating, a configuration
+        another search has already stored is not stored twice (its position
+        goes back to the run's budget).
         """
         params = {}
         for name, value in record.params.items():
@@ -115,7 +446,7 @@ class SearchJournal:
         train = None
         if "train_scores" in outs[0]:
             train = _per_metric([out["train_scores"] for out in outs])
-        self.store.add_trial(
+        index = self.store.add_trial(
             self.run_id,
             {
                 "params": params,
@@ -135,7 +466,50 @@ class SearchJournal:
                     "position": int(position),
                 },
             },
+            lease=self.lease,
+            skip_duplicate=self.cooperate,
         )
+        if index is not None:
+            self._known.add(int(position))
+
+    # -- reading ----------------------------------------------------------------
+
+    def resume(
+        self,
+        ctx: SearchContext,
+        multimetric: bool | None,
+        absorb: Callable[[TrialRecord, list[dict]], None],
+    ) -> None:
+        """Give the run's finished trials to ``absorb``, in proposal order.
+
+        Cooperating, the search also keeps reading the other searches' trials
+        (each time it counts what remains of the budget), counts the budget
+        of the whole run, and draws from a seed of its own so that it does not
+        propose what the others do.
+        """
+        for record, outs in self.read(ctx, multimetric):
+            absorb(record, outs)
+        if not self.cooperate:
+            return
+        self._absorb, self._multimetric = absorb, multimetric
+        if self.member:
+            sequence = np.random.SeedSequence([ctx.seed, self.member])
+            ctx.seed = int(sequence.generate_state(1)[0]) % (2**31 - 1)
+            ctx.rng = np.random.default_rng(ctx.seed)
+        # The search loop counts what remains through the context.
+        ctx.n_remaining = lambda: self._n_remaining(ctx)  # type: ignore[method-assign]
+
+    def _follow(self, ctx: SearchContext) -> None:
+        """Absorb the trials other cooperating searches finished since."""
+        rows = self.store.trials(self.run_id, since=self._since)
+        if not rows:
+            return
+        self._since = rows[-1]["trial_index"] + 1
+        new = [row for row in rows if row["extras"].get("position") not in self._known]
+        for row in sorted(new, key=lambda row: row["extras"].get("position", -1)):
+            record, outs = self._record(row, ctx, self._multimetric)
+            self._known.add(row["extras"].get("position"))
+            self._absorb(record, outs)
 
     def read(
         self, ctx: SearchContext, multimetric: bool | None
@@ -146,62 +520,141 @@ class SearchJournal:
         ``cv_results_`` lists its earlier trials as the uninterrupted search
         did, whatever order the workers finished them in. Trials written
         without a position (by an older version) keep their store order.
+
+        Raises
+        ------
+        StoredTrialError
+            If a row cannot be read, or holds parameters outside the search
+            space, unknown names, values of the wrong type, another number of
+            CV splits or a repeated position; the message names the store, the
+            run and the trial.
         """
         rows = self.store.trials(self.run_id)
+        if rows:
+            self._since = rows[-1]["trial_index"] + 1
+        seen: dict[int, int] = {}
         for row in rows:
-            row["extras"].setdefault("position", row["trial_index"])
+            position = row["extras"].setdefault("position", row["trial_index"])
+            if (
+                isinstance(position, bool)
+                or not isinstance(position, int)
+                or position < 0
+            ):
+                raise StoredTrialError(
+                    f"{self._where(row['trial_index'])}: position {position!r} is "
+                    "not a non-negative integer"
+                )
+            if position in seen:
+                raise StoredTrialError(
+                    f"{self._where(row['trial_index'])}: position {position} "
+                    f"repeats the position of trial {seen[position]}; the run was "
+                    "written by two searches at once. Start a new run."
+                )
+            seen[position] = row["trial_index"]
         rows.sort(key=lambda row: row["extras"]["position"])
         self._next_position = max(
             (row["extras"]["position"] + 1 for row in rows), default=0
         )
-        out = []
-        for row in rows:
-            x = np.asarray(row["x"], dtype=float)
-            params = ctx.space.from_unit(x[None, :])[0]
-            params.update({k: v for k, v in row["params"].items() if v is not None})
-            extras = dict(row["extras"])
+        self._known.update(seen)
+        return [self._record(row, ctx, multimetric) for row in rows]
+
+    def _record(
+        self, row: dict, ctx: SearchContext, multimetric: bool | None
+    ) -> tuple[TrialRecord, list[dict]]:
+        """One checked row as a record and its per-split outputs."""
+        where = self._where(row["trial_index"])
+        space = ctx.space
+        x = np.asarray(row["x"], dtype=float)
+        if x.shape != (space.n_dims,) or np.any(x < -1e-9) or np.any(x > 1 + 1e-9):
+            raise StoredTrialError(
+                f"{where}: x {row['x']!r:.120} is not a point of the {space.n_dims}-"
+                "dimensional unit cube of the search space"
+            )
+        stored = row["params"]
+        if not isinstance(stored, dict):
+            raise StoredTrialError(f"{where}: params {stored!r:.120} is not a dict")
+        params = space.from_unit(x[None, :])[0]
+        params.update({k: v for k, v in stored.items() if v is not None})
+        try:
+            space.validate(params)
+        except (TypeError, ValueError) as exc:
+            raise StoredTrialError(
+                f"{where}: its parameters are not a point of the search space "
+                f"({exc}); the store was modified outside skbayes_search. Delete "
+                "the row or start a new run."
+            ) from None
+        if not np.allclose(space.to_unit([params])[0], x, rtol=0.0, atol=1e-6):
+            raise StoredTrialError(
+                f"{where}: its parameters {stored!r:.200} and its unit-cube point "
+                "x disagree; the store was modified outside skbayes_search"
+            )
+        extras = dict(row["extras"])
+        missing = [k for k in _REQUIRED_EXTRAS if k not in extras]
+        if missing:
+            raise StoredTrialError(f"{where}: extras lacks {missing}")
+        try:
             iteration = int(extras.pop("iter"))
             elapsed = float(extras.pop("elapsed_time"))
             n_resources = int(extras.pop("n_resources"))
             score = float(extras.pop("score"))
-            extras.pop("position")
-            failed = row["status"] == "failed"
-            fit_times = row["fit_times"]
-            score_times = row["score_times"]
-            splits = []
-            for k in range(len(fit_times)):
-                split = {
-                    "fit_error": FAILED_EARLIER if failed else None,
-                    "test_scores": _split_scores(row["scores"]["test"], k, multimetric),
-                    "n_test_samples": int(row["n_test_samples"][k]),
-                    "fit_time": float(fit_times[k]),
-                    "score_time": float(score_times[k]),
-                }
-                if row["scores"].get("train") is not None:
-                    split["train_scores"] = _split_scores(
-                        row["scores"]["train"], k, multimetric
-                    )
-                splits.append(split)
-            fit_time = float(np.sum(fit_times))
-            record = TrialRecord(
-                params=params,
-                x=x,
-                fraction=float(row["fraction"]),
-                n_resources=n_resources,
-                score=score,
-                cost=fit_time + float(np.sum(score_times)),
-                fit_time=fit_time,
-                failed=failed,
-                iter=iteration,
-                elapsed_time=elapsed,
-                extras=extras,
+        except (TypeError, ValueError) as exc:
+            raise StoredTrialError(f"{where}: extras {exc}") from None
+        extras.pop("position", None)
+        fit_times = row["fit_times"]
+        score_times = row["score_times"]
+        if len(fit_times) != ctx.n_splits:
+            raise StoredTrialError(
+                f"{where}: it has {len(fit_times)} CV splits, the search {ctx.n_splits}"
             )
-            out.append((record, splits))
-        return out
+        failed = row["status"] == "failed"
+        splits = []
+        for k in range(len(fit_times)):
+            split = {
+                "fit_error": FAILED_EARLIER if failed else None,
+                "test_scores": _split_scores(row["scores"]["test"], k, multimetric),
+                "n_test_samples": int(row["n_test_samples"][k]),
+                "fit_time": float(fit_times[k]),
+                "score_time": float(score_times[k]),
+            }
+            if row["scores"].get("train") is not None:
+                split["train_scores"] = _split_scores(
+                    row["scores"]["train"], k, multimetric
+                )
+            splits.append(split)
+        fit_time = float(np.sum(fit_times))
+        record = TrialRecord(
+            params=params,
+            x=x,
+            fraction=float(row["fraction"]),
+            n_resources=n_resources,
+            score=score,
+            cost=fit_time + float(np.sum(score_times)),
+            fit_time=fit_time,
+            failed=failed,
+            iter=iteration,
+            elapsed_time=elapsed,
+            extras=extras,
+        )
+        return record, splits
 
     def finish(self) -> None:
-        """Mark the run finished (ready for transfer to later datasets)."""
-        self.store.finish_run(self.run_id)
+        """Mark the run finished (ready for transfer to later datasets) and
+        give it up; cooperating, the last search to end marks it finished."""
+        self._stop.set()
+        self._finalizer.detach()
+        self.store.release_run(self.run_id, self.lease, finish=True)
+
+
+def _check_cooperative(search: Any) -> None:
+    from ._base import BaseBayesSearchCV
+
+    if type(search)._finalize is not BaseBayesSearchCV._finalize:
+        raise ValueError(
+            f"{type(search).__name__} cannot cooperate with other searches on one "
+            "run (TrialStore(cooperate=True)): it runs trials beyond its n_iter "
+            "budget when it ends. Cooperation is for strategies whose budget is "
+            "n_iter trials, such as BayesSearchCV."
+        )
 
 
 def _per_metric(scores: list) -> dict[str, list[float]]:

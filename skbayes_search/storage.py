@@ -1154,13 +1154,16 @@ class TrialStore:
 
         return self._write(work)
 
-    def trials(self, run_id: int) -> list[dict[str, Any]]:
+    def trials(self, run_id: int, *, since: int = 0) -> list[dict[str, Any]]:
         """Return the trials of a run, ordered by ``trial_index``.
 
         Parameters
         ----------
         run_id : int
             Id returned by :meth:`open_run`.
+        since : int, default=0
+            Only the trials with ``trial_index >= since`` (what was added since
+            an earlier read).
 
         Returns
         -------
@@ -1174,8 +1177,8 @@ class TrialStore:
         run_id = int(run_id)
         rows = self._read(
             f"SELECT {', '.join(TRIAL_COLUMNS)} FROM trials WHERE run_id = ? "
-            "ORDER BY trial_index",
-            (run_id,),
+            "AND trial_index >= ? ORDER BY trial_index",
+            (run_id, int(since)),
         )
         if not rows and not self._read("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
             raise ValueError(self._no_run(run_id))
