@@ -22,6 +22,7 @@ unless the searches ask to cooperate on it (``TrialStore(path, cooperate=True)``
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import os
@@ -31,7 +32,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -460,15 +461,28 @@ class TrialStore:
                 raise
             return result
 
-        with self._lock:
+        with self._lock, self._named_errors():
             return self._retry(attempt)
 
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
         def attempt() -> list[tuple]:
             return self._conn().execute(sql, args).fetchall()
 
-        with self._lock:
+        with self._lock, self._named_errors():
             return self._retry(attempt)
+
+    @contextlib.contextmanager
+    def _named_errors(self) -> Iterator[None]:
+        """Turn an SQLite error (but "locked") into one naming the file."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
+                raise
+            raise ValueError(
+                f"TrialStore {os.fspath(self.path)!r}: SQLite error ({exc}); the "
+                "file is damaged or was modified outside skbayes_search"
+            ) from exc
 
     # -- runs -----------------------------------------------------------------
 
