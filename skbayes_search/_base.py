@@ -7,6 +7,7 @@ import math
 import numbers
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,8 +17,9 @@ from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.model_selection import check_cv
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.model_selection._validation import _insert_error_scores
-from sklearn.utils import _safe_indexing, check_random_state, indexable
-from sklearn.utils._param_validation import Interval
+from sklearn.utils import check_random_state, get_tags, indexable
+from sklearn.utils._param_validation import Interval, Options
+from sklearn.utils.metaestimators import _safe_split
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import (
     _check_method_params,
@@ -68,6 +70,36 @@ def shared_params(values: dict[str, Any]) -> dict[str, Any]:
     return {name: values[name] for name in SHARED_PARAMS}
 
 
+class _Count(Interval):
+    """An int in an interval, and not a bool (``Interval(numbers.Integral)``
+    takes ``True`` for 1, which as ``n_iter`` is always a mistake)."""
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} (not a bool)"
+
+
+class _NonEmptyStr(Options):
+    """A non-empty str: ``run_name=""`` would name no run (a new random name
+    each time, never resumable). (An ``Options`` subclass: scikit-learn
+    accepts only its own constraint classes.)"""
+
+    def __init__(self) -> None:
+        super().__init__(str, set())
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        return isinstance(val, str) and val != ""
+
+    def __str__(self) -> str:
+        return "a non-empty str"
+
+
+#: A count of trials, iterations or points: an int >= 1, not a bool.
+COUNT = _Count(numbers.Integral, 1, None, closed="left")
+
+
 #: Private attributes scikit-learn's ``_fit_context`` sets during ``fit`` and
 #: removes itself afterwards (the callbacks' teardown needs them).
 _SKLEARN_FIT_STATE = frozenset({"_callback_fit_ctx", "_skl_callbacks_to_teardown"})
@@ -113,11 +145,11 @@ class BaseBayesSearchCV(BaseSearchCV):
     _parameter_constraints: dict = {
         **BaseSearchCV._parameter_constraints,
         "search_spaces": [dict, list],
-        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_iter": [COUNT],
         "max_time": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "random_state": ["random_state"],
         "store": [TrialStore, str, os.PathLike, None],
-        "run_name": [str, None],
+        "run_name": [_NonEmptyStr(), None],
     }
 
     def __init__(
@@ -290,6 +322,17 @@ class BaseBayesSearchCV(BaseSearchCV):
                 "cv.split and cv.get_n_splits return inconsistent results. "
                 f"Expected {self.n_splits_} splits, got {len(splits)}"
             )
+        if not splits:
+            raise ValueError(
+                f"cv gave no (train, test) split, got cv={self.cv!r}; pass an "
+                "int, a CV splitter or a non-empty iterable of splits."
+            )
+        for k, (train, test) in enumerate(splits):
+            if not len(train) or not len(test):
+                raise ValueError(
+                    f"cv: split {k} has {len(train)} training and {len(test)} "
+                    "test rows; every split needs both."
+                )
 
         rs = check_random_state(self.random_state)
         seed_subsets, seed_search = (int(s) for s in rs.randint(2**31 - 1, size=2))
@@ -562,9 +605,22 @@ class BaseBayesSearchCV(BaseSearchCV):
             )
             min_rows = 1 if y_stratify is None else len(np.unique(y_stratify))
             idx = np.sort(order[: subset_size(fraction, n, min_rows)])
+            # the rows best_estimator_ saw (a precomputed kernel at predict
+            # time needs its columns for these rows)
+            self.refit_indices_ = idx
             fit_params = _check_method_params(X, params=fit_params, indices=idx)
-            X = _safe_indexing(X, idx)
-            y = None if y is None else _safe_indexing(y, idx)
+            # rows, and for a pairwise estimator (a precomputed kernel or
+            # distance matrix) the same columns, as the trials' fits subset
+            X, y = _safe_split(self.best_estimator_, X, y, idx)
+            if _is_pairwise(self.best_estimator_):
+                warnings.warn(
+                    f"best_estimator_ is a pairwise estimator refitted on "
+                    f"{len(idx)} of the {n} rows (a fraction of {fraction:.3g}); "
+                    "at predict time pass the kernel (or distances) against "
+                    "those rows only, refit_indices_.",
+                    UserWarning,
+                    stacklevel=4,
+                )
         refit_start_time = time.time()
         with callbacks.refit(self.best_estimator_):
             if y is not None:
@@ -574,6 +630,13 @@ class BaseBayesSearchCV(BaseSearchCV):
         self.refit_time_ = time.time() - refit_start_time
         if hasattr(self.best_estimator_, "feature_names_in_"):
             self.feature_names_in_ = self.best_estimator_.feature_names_in_
+
+
+def _is_pairwise(estimator: Any) -> bool:
+    try:
+        return bool(get_tags(estimator).input_tags.pairwise)
+    except Exception:  # an estimator without scikit-learn's tags
+        return False
 
 
 def _num_features_or_none(X: Any) -> int | None:

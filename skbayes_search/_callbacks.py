@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sklearn.base import clone
 from sklearn.model_selection._validation import _fit_and_score
 
 #: Whether this scikit-learn passes callback contexts through ``_fit_and_score``.
@@ -41,19 +40,18 @@ class SearchCallbacks:
         self.root = None
         self.search_ctx = None
         self._n_fits = 0
+        self._listened = False
         if SUPPORTED and hasattr(search, "_init_callback_context"):
             self.root = search._init_callback_context(
                 max_subtasks=1 + (search.refit is not False)
             ).call_on_fit_task_begin(estimator=search, X=X, y=y, metadata=metadata)
+            self._listened = bool(getattr(self.root, "_callbacks", True)) or (
+                _estimator_has_callbacks(search.estimator)
+            )
 
     def begin_search(self) -> None:
         """Open the ``"search"`` task."""
         if self.root is not None:
-            # Every fit's hooks receive the search as ``estimator``; it travels
-            # to the workers with each fit, and during fit the search holds
-            # its surrogates and chains. An unfitted clone has the same class
-            # and parameters and is cheap to send.
-            self._caller = clone(self.search)
             self.search_ctx = self.root.subcontext(
                 task_name="search", max_subtasks=None, sequential_subtasks=False
             ).call_on_fit_task_begin(estimator=self.search)
@@ -61,10 +59,14 @@ class SearchCallbacks:
     def fit_kwargs(self, n_fits: int) -> list[dict]:
         """Extra ``_fit_and_score`` arguments of the next ``n_fits`` fits.
 
+        Every fit's hooks receive the search itself as ``estimator``, as with
+        scikit-learn's own searches (a worker process receives a copy of it,
+        as with ``GridSearchCV``). Without any callback the fits get no
+        callback arguments at all, so the search is never sent to workers.
         The contexts are created here, in the main process, because creating
         them inside workers would mutate the tree while it is pickled.
         """
-        if self.search_ctx is None:
+        if self.search_ctx is None or not self._listened:
             return [{} for _ in range(n_fits)]
         out = []
         for _ in range(n_fits):
@@ -72,7 +74,7 @@ class SearchCallbacks:
                 task_name="candidate-split-evaluation", task_id=self._n_fits
             )
             self._n_fits += 1
-            out.append({"caller": self._caller, "callback_ctx": sub})
+            out.append({"caller": self.search, "callback_ctx": sub})
         return out
 
     def end_search(self) -> None:
@@ -102,3 +104,15 @@ class SearchCallbacks:
             self.root.call_on_fit_task_end(
                 estimator=self.search, X=self.X, y=self.y, metadata=self.metadata
             )
+
+
+def _estimator_has_callbacks(estimator: Any) -> bool:
+    """Whether the estimator searched (or one of its steps) has callbacks of
+    its own, which then need the search's task tree to attach to."""
+    if getattr(estimator, "_skl_callbacks", None):
+        return True
+    try:
+        values = estimator.get_params(deep=True).values()
+    except Exception:  # not an estimator's get_params: nothing to find
+        return False
+    return any(getattr(v, "_skl_callbacks", None) for v in values)

@@ -21,17 +21,34 @@ def raise_if_all_failed(ctx: SearchContext, at_end: bool = False) -> None:
     """Stop a search whose every trial so far failed.
 
     Raised once ``FAIL_FAST_TRIALS`` trials (or the whole budget) have all
-    failed, or at the end of the search (``at_end``).
+    failed, or at the end of the search (``at_end``). The message holds the
+    fits' errors, each with its count, as scikit-learn's searches report them
+    (``_warn_or_raise_about_fit_failures``): the reason is in the error, not
+    behind a rerun with ``error_score='raise'``.
     """
     n = len(ctx.trials)
     if n == 0 or not all(t.failed for t in ctx.trials):
         return
     if at_end or n >= min(ctx.budget, FAIL_FAST_TRIALS):
+        errors = Counter(e for t in ctx.trials for e in getattr(t, "fit_errors", ()))
+        details = (
+            f"\n\nBelow are more details about the failures:\n{_summary(errors)}"
+            if errors
+            else ""
+        )
         raise ValueError(
             f"All the {n} trials failed ({n * ctx.n_splits} fits). It is very "
             "likely that your model is misconfigured. You can try to debug "
-            "the error by setting error_score='raise'."
+            f"the error by setting error_score='raise'.{details}"
         )
+
+
+def _summary(errors: Counter) -> str:
+    """scikit-learn's summary of fit errors: each error once, with its count."""
+    return "\n".join(
+        f"{'-' * 80}\n{count} fits failed with the following error:\n{error}"
+        for error, count in errors.items()
+    )
 
 
 def warn_about_failures(
@@ -53,10 +70,7 @@ def warn_about_failures(
     errors = Counter(
         out["fit_error"] for out in all_out if out["fit_error"] is not None
     )
-    summary = "\n".join(
-        f"{'-' * 80}\n{count} fits failed with the following error:\n{error}"
-        for error, count in errors.items()
-    )
+    summary = _summary(errors)
     warnings.warn(
         f"{n_failed} of {len(ctx.trials)} trials failed; their scores are set "
         f"to error_score={error_score!r} and the surrogate saw them as "

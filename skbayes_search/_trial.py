@@ -57,6 +57,9 @@ class TrialRecord:
     iter: int
     elapsed_time: float
     extras: dict = field(default_factory=dict)
+    #: The failed fits' error messages (scikit-learn's ``fit_error``), so
+    #: that a search whose every trial failed can say why.
+    fit_errors: tuple = ()
 
     @classmethod
     def from_fits(
@@ -93,6 +96,9 @@ class TrialRecord:
             iter=int(trial.iter),
             elapsed_time=elapsed_time,
             extras=dict(trial.extras),
+            fit_errors=tuple(
+                out["fit_error"] for out in outs if out["fit_error"] is not None
+            ),
         )
 
 

@@ -120,3 +120,53 @@ def test_callbacks_and_progress_bar_with_parallel_workers():
     )
     parallel.set_callbacks(Recorder()).fit(X, y)
     assert parallel.cv_results_["params"] == serial.cv_results_["params"]
+
+
+class Identity:
+    """Records whether every hook received the search itself."""
+
+    def __init__(self):
+        self.estimators = []
+
+    def setup(self, estimator, context):
+        self.estimators.append(estimator)
+
+    def teardown(self, estimator, context):
+        self.estimators.append(estimator)
+
+    def on_fit_task_begin(self, estimator, context, **kwargs):
+        self.estimators.append(estimator)
+
+    def on_fit_task_end(self, estimator, context, **kwargs):
+        self.estimators.append(estimator)
+
+
+def test_every_hook_receives_the_search_itself():
+    # as with GridSearchCV: the per-fit hooks too, not a clone of the search
+    rec = Identity()
+    search = BayesSearchCV(
+        DecisionTreeClassifier(random_state=0),
+        {"max_depth": Integer(1, 6)},
+        n_iter=3,
+        cv=2,
+        n_jobs=1,
+        random_state=0,
+    ).set_callbacks(rec)
+    search.fit(X, y)
+    # setup, teardown, root, search, refit: 2 + 2 * 3; and 3 trials x 2 fits
+    assert len(rec.estimators) == 2 + 2 * 3 + 2 * 3 * 2
+    assert all(e is search for e in rec.estimators)
+
+
+def test_a_one_time_generator_cv_works_with_callbacks():
+    from sklearn.model_selection import KFold
+
+    search = BayesSearchCV(
+        DecisionTreeClassifier(random_state=0),
+        {"max_depth": Integer(1, 6)},
+        n_iter=2,
+        cv=KFold(3).split(X),
+        random_state=0,
+    ).set_callbacks(Recorder())
+    search.fit(X, y)
+    assert search.n_splits_ == 3

@@ -355,12 +355,31 @@ class FabolasSearchCV(BaseBayesSearchCV):
     def _pending_design(self, ctx: SearchContext) -> list[int]:
         """Design points no finished trial evaluated (matched, not counted:
         they finish in any order and a resumed search runs the rest)."""
-        done = [t.params for t in ctx.trials]
-        return [i for i, p in enumerate(self._design_params) if p not in done]
+        # compared by unit-cube encoding: parameter dicts may hold values
+        # (arrays) whose == is not a truth value
+        done = {x.tobytes() for x in ctx.X()}
+        design = ctx.space.to_unit(self._design_params)
+        return [i for i, x in enumerate(design) if x.tobytes() not in done]
+
+    def _exhausted(self, ctx: SearchContext) -> bool:
+        """In the fallback (every trial on all data), whether every
+        configuration of a finite space has been evaluated or is running."""
+        if not self.fallback_ or not np.isfinite(ctx.space.cardinality):
+            return False
+        running = [t.params for t in getattr(ctx, "pending", [])]
+        X = ctx.X()
+        if running:
+            X = np.vstack([X, ctx.space.to_unit(running)])
+        return len({x.tobytes() for x in X}) >= ctx.space.cardinality
 
     def _design_trials(
         self, ctx: SearchContext, n_slots: int, it: int, pending: list[int]
     ) -> list[Trial]:
+        if not ctx.space.n_dims or self._exhausted(ctx):
+            # one configuration (a space of fixed values, or {}): nothing to
+            # model or design, _finalize evaluates it on all data; or, in the
+            # fallback, every configuration already is
+            return []
         if pending:
             # each design point keeps its place in the cycle of fractions
             positions = pending[:n_slots]

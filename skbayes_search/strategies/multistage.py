@@ -4,13 +4,15 @@ of the training data (Wang et al., EMNLP 2015)."""
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import BaseBayesSearchCV, shared_params
+from .._base import COUNT, BaseBayesSearchCV, shared_params
+from .._evaluate import subset_size
 from .._trial import SearchContext, Trial, TrialRecord
 from .._validation import check_fractions, warn_if_space_small
 from .bayes import BayesProposer
@@ -54,6 +56,8 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         Strictly increasing training fractions in ``(0, 1]``, one per stage;
         the last must be ``1.0``. Stage ``s`` fits on
         ``round(stages[s] * n_train)`` rows of each split's training rows.
+        A first stage of fewer than 2 rows per class (classifiers) or 5 rows
+        (other estimators) in the smallest split raises a ``UserWarning``.
     n_iter : int or sequence of int, default=(20, 10)
         Trials per stage, hand-offs included (the paper's ``Y_s``). An int
         applies to every stage. The total budget is the sum.
@@ -204,7 +208,7 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
     _parameter_constraints: dict = {
         **BaseBayesSearchCV._parameter_constraints,
         "stages": ["array-like"],
-        "n_iter": [Interval(numbers.Integral, 1, None, closed="left"), "array-like"],
+        "n_iter": [COUNT, "array-like"],
         "top_k": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_initial_points": [Interval(numbers.Integral, 1, None, closed="left")],
         "acquisition": [StrOptions({"ei", "ei_per_second", "pi", "lcb"})],
@@ -295,12 +299,15 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         return int(sum(self._plan()[1]))
 
     def _check_strategy_params(self, ctx: SearchContext) -> None:
+        stages, n_iter = self._plan()
         warn_if_space_small(
             ctx.space.cardinality,
-            self._plan()[1],
+            n_iter,
             "a stage moves on to the next once every one has been evaluated "
             "at its fraction.",
         )
+        if len(stages) > 1:
+            _warn_if_first_stage_small(stages[0], ctx)
 
     def _init_search(self, ctx: SearchContext) -> None:
         # One proposer per stage, created on first use; dropped after fit.
@@ -379,6 +386,36 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
             return super()._select_best(results, refit_metric)
         ranks = np.asarray(results[f"rank_test_{refit_metric}"])[full]
         return int(full[np.argmin(ranks)])
+
+
+#: Fewest rows per class (classifiers), or rows (other estimators), a first
+#: stage should fit on in every split before its ranking means anything.
+MIN_STAGE_ROWS_PER_CLASS, MIN_STAGE_ROWS = 2, 5
+
+
+def _warn_if_first_stage_small(fraction: float, ctx: SearchContext) -> None:
+    """Warn when the first stage fits on too few rows to rank configurations:
+    fewer than 2 rows per class for a classifier, or 5 rows otherwise, in the
+    smallest split."""
+    min_rows = 1 if ctx.n_classes is None else ctx.n_classes
+    rows = subset_size(fraction, ctx.n_train, min_rows)
+    if ctx.n_classes is None:
+        needed, per = MIN_STAGE_ROWS, ""
+    else:
+        needed, per = (
+            MIN_STAGE_ROWS_PER_CLASS * ctx.n_classes,
+            (f" ({MIN_STAGE_ROWS_PER_CLASS} per class for {ctx.n_classes} classes)"),
+        )
+    if rows < needed:
+        warnings.warn(
+            f"MultiStageBayesSearchCV: the first stage (stages[0]={fraction:g}) "
+            f"fits on {rows} of the {ctx.n_train} training rows of the smallest "
+            f"split, fewer than {needed}{per}; its ranking of configurations "
+            "is mostly noise. Raise stages[0] or use more data.",
+            UserWarning,
+            # user code -> fit -> _fit -> _prepare -> _check_strategy_params
+            stacklevel=6,
+        )
 
 
 def _of_stage(trials: list[TrialRecord], stage: int) -> list[TrialRecord]:

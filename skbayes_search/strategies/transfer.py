@@ -336,6 +336,13 @@ feature_names_in_
             for i, d in enumerate(prior)
         ]
         self._surface = ResponseSurface(prior, neighbours, ctx.space.n_dims)
+        self._prior_gp_fitted = False
+        if not ctx.space.n_dims:
+            # one configuration (a space of fixed values, or {}): nothing to
+            # model, _ask evaluates it once
+            self._surrogate = self._prior_gp = None
+            self._predicted, self._predicted_var = [], []
+            return
         if self.kernel == "mkl":
             kernel = mkl_kernel(ctx.space.n_dims, tuple(self.kernel_weights))
         else:
@@ -385,7 +392,7 @@ feature_names_in_
     def _prior_model(self) -> GPSurrogate | None:
         """The GP fitted on the prior datasets only (None without any)."""
         surface = self._surface
-        if not len(surface.y_prior):
+        if self._prior_gp is None or not len(surface.y_prior):
             return None
         if not self._prior_gp_fitted:
             self._prior_gp.fit(surface.X_prior, surface.y_prior)
