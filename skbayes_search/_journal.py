@@ -138,10 +138,13 @@ def data_fingerprint(data: Any) -> dict[str, Any] | None:
     if data is None:
         return None
     h = hashlib.sha256()
-    out: dict[str, Any] = {"type": type(data).__name__}
+    # the type of a pandas or sparse container (a list and an array of the
+    # same values are the same data)
+    out: dict[str, Any] = {}
     sampled = None
     if hasattr(data, "columns") and hasattr(data, "dtypes") and hasattr(data, "iloc"):
         # pandas DataFrame: names and dtypes, then each column's values
+        out["type"] = type(data).__name__
         out["shape"] = [int(s) for s in data.shape]
         out["columns"] = _ADDRESS.sub("", repr([str(c) for c in data.columns]))[:2000]
         out["dtype"] = [str(t) for t in data.dtypes]
@@ -153,6 +156,7 @@ def data_fingerprint(data: Any) -> dict[str, Any] | None:
         for j in range(width):
             _hash_array(np.asarray(data.iloc[:, j].to_numpy()), h)
     elif _is_sparse(data):
+        out["type"] = type(data).__name__
         csr = data.tocsr()
         if not csr.has_canonical_format:
             csr = csr.copy()

@@ -827,7 +827,8 @@ class TrialStore:
             (``{"test": {metric: [per split]}, "train": {...} or None}``),
             ``fit_times``, ``score_times``, ``n_test_samples`` (one value per
             split) and optionally ``extras`` (dict). numpy values are accepted.
-            ``extras["position"]`` (an int), if given, must be unique in the run.
+            ``extras["position"]`` (an int), if given with a ``lease``, must be
+            unique among the run's trials written under a lease.
         lease : str, default=None
             The lease token of the search writing (see :meth:`hold_run`): the
             write is refused if the search no longer holds the run, and renews
@@ -888,21 +889,24 @@ class TrialStore:
                 (run_id,),
             ).fetchone()[0]
             names = ("run_id", "trial_index", *columns, "created", "position")
+            # Positions are unique among the trials searches write (under a
+            # lease); rows added by hand keep theirs in extras only.
+            column = position if lease is not None else None
             try:
                 conn.execute(
                     f"INSERT INTO trials ({', '.join(names)}) "
                     f"VALUES ({', '.join('?' * len(names))})",
-                    (run_id, index, *columns.values(), time.time(), position),
+                    (run_id, index, *columns.values(), time.time(), column),
                 )
             except sqlite3.IntegrityError as exc:
                 raise ValueError(
                     f"{self._where(conn, run_id)}: position {position} already has "
                     f"a trial ({exc})"
                 ) from None
-            if position is not None:
+            if column is not None:
                 conn.execute(
                     "DELETE FROM claims WHERE run_id = ? AND position = ?",
-                    (run_id, position),
+                    (run_id, column),
                 )
             return int(index)
 

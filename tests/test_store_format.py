@@ -165,7 +165,11 @@ def test_claims_are_unique_and_bounded_by_the_budget(tmp_path):
     assert store.claim_positions(run, token, 5, below=5) == [2, 3, 4]
     assert store.claim_positions(run, token, 5, below=5) == []
     with pytest.raises(ValueError, match="position 0 already has a trial"):
-        store.add_trial(run, {**RECORD, "x": [0.1], "extras": {"position": 0}})
+        store.add_trial(
+            run, {**RECORD, "x": [0.1], "extras": {"position": 0}}, lease=token
+        )
+    # rows added by hand (no lease) keep their position in extras only
+    store.add_trial(run, {**RECORD, "x": [0.1], "extras": {"position": 0}})
     store.release_run(run, token)
     with pytest.raises(RunHeldError, match="lost its lease"):
         store.add_trial(run, {**RECORD, "x": [0.2]}, lease=token)
