@@ -1,0 +1,106 @@
+"""The main job's command line (``python -m skbayes_search``)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from skbayes_search.__main__ import build_parser
+from skbayes_search._demo import conclude, halving_seconds, size_peers
+
+
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--n-rows", "-5"),
+        ("--n-rows", "10"),
+        ("--n-rows", "100000"),
+        ("--n-rows", "many"),
+        ("--n-iter", "0"),
+        ("--n-jobs", "0"),
+        ("--budget", "0"),
+        ("--budget", "-3"),
+        ("--budget", "inf"),
+        ("--seed", "-1"),
+    ],
+)
+def test_bad_arguments_exit_2_naming_the_parameter(flag, value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args([flag, value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert flag in err
+    assert "Traceback" not in err
+
+
+def test_bad_argument_from_the_command_line_has_no_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "skbayes_search", "--n-iter", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "--n-iter" in proc.stderr and "at least 1" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_shows_defaults(capsys):
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ("--budget", "--n-rows", "--n-jobs", "--seed", "--quiet", "--out"):
+        assert flag in out
+    assert "(default: 30.0)" in out
+
+
+def test_peers_are_sized_to_the_budget():
+    # 1 s per fit on all rows, time linear in the rows, 2 workers, 3 folds.
+    n_iter, n_candidates = size_peers(30, 9000, 1.0, 1.0, 2, cap=10_000)
+    assert n_iter == int(30 * 2 / (3 * 1.02))
+    assert halving_seconds(n_candidates, 9000, 1.0, 1.0, 2) <= 30
+    assert n_candidates > 3
+    assert halving_seconds(n_candidates, 9000, 1.0, 1.0, 2) > 15
+    assert size_peers(30, 9000, 1.0, 1.0, 2, cap=5) == (5, 5)
+
+
+def _row(method, test):
+    return dict(method=method, best_cv=test, test=test, trials=5, wall=30.0)
+
+
+@pytest.mark.parametrize(
+    "ours, peer, start",
+    [(0.90, 0.85, "We won"), (0.85, 0.90, "We lost"), (0.871, 0.870, "A tie")],
+)
+def test_the_verdict_follows_the_numbers(ours, peer, start):
+    rows = [
+        _row("BayesSearchCV", ours),
+        _row("FabolasSearchCV", ours - 0.01),
+        _row("RandomizedSearchCV", peer),
+        _row("HalvingRandomSearchCV", peer - 0.01),
+    ]
+    assert conclude(rows, 4755).startswith(start)
+
+
+def test_a_tiny_run_completes_and_writes_its_table(tmp_path):
+    out = tmp_path / "demo"
+    cmd = [sys.executable, "-m", "skbayes_search", "--budget", "3", "--n-rows", "600"]
+    proc = subprocess.run(
+        [*cmd, "--quiet", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    table = (out / "results.md").read_text()
+    for method in (
+        "BayesSearchCV",
+        "FabolasSearchCV",
+        "RandomizedSearchCV",
+        "HalvingRandomSearchCV",
+    ):
+        assert f"| {method} |" in table
+        assert f"| {method} |" in proc.stdout
+    assert (out / "results.csv").exists()
