@@ -42,6 +42,8 @@ sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": "/plot_",
+    # alphabetical by file name: the examples do not build on each other
+    "within_subsection_order": "FileNameSortKey",
 }
 html_theme = "pydata_sphinx_theme"
 exclude_patterns = ["_build", "sg_execution_times.rst"]
