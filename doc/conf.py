@@ -44,6 +44,9 @@ sphinx_gallery_conf = {
     "filename_pattern": "/plot_",
     # alphabetical by file name: the examples do not build on each other
     "within_subsection_order": "FileNameSortKey",
+    # the last expression of a cell is not printed (plot functions return axes)
+    "capture_repr": (),
 }
 html_theme = "pydata_sphinx_theme"
+html_title = "skbayes_search"
 exclude_patterns = ["_build", "sg_execution_times.rst"]

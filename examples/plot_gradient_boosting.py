@@ -28,7 +28,7 @@ from skbayes_search.plotting import plot_convergence, plot_objective
 
 # Examples run with tiny budgets when the docs are built in CI.
 TINY = os.environ.get("SKBAYES_EXAMPLE_BUDGET", "normal") == "tiny"
-n_iter = 8 if TINY else 25
+n_iter = 5 if TINY else 25
 
 X, y = load_wine(return_X_y=True, as_frame=True)
 X["hue_band"] = pd.qcut(X["hue"], 4, labels=["q1", "q2", "q3", "q4"])
@@ -40,7 +40,7 @@ model = HistGradientBoostingClassifier(
 )
 space = {
     "learning_rate": Real(0.01, 1.0, prior="log-uniform"),
-    "max_iter": Integer(10, 60 if TINY else 150),
+    "max_iter": Integer(10, 20 if TINY else 150),
     "max_leaf_nodes": Integer(2, 31),
     "min_samples_leaf": Integer(2, 40),
     "l2_regularization": Real(1e-4, 10.0, prior="log-uniform"),
@@ -51,7 +51,7 @@ bayes = BayesSearchCV(model, space, n_iter=n_iter, cv=3, n_jobs=2, random_state=
 # the same space for RandomizedSearchCV, as scipy.stats distributions
 random_space = {
     "learning_rate": loguniform(0.01, 1.0),
-    "max_iter": randint(10, (60 if TINY else 150) + 1),
+    "max_iter": randint(10, (20 if TINY else 150) + 1),
     "max_leaf_nodes": randint(2, 32),
     "min_samples_leaf": randint(2, 41),
     "l2_regularization": loguniform(1e-4, 10.0),
@@ -70,7 +70,13 @@ fig, ax = plt.subplots(figsize=(6, 4))
 plot_convergence([bayes, random], ax=ax)
 
 # %%
-# What the model learnt: the partial dependence of the score on each
-# parameter and pair (a GP refitted on the Bayesian search's trials).
-plot_objective(bayes, n_samples=30 if TINY else 60, n_points=12 if TINY else 20)
+# What the model learnt: the partial dependence of the score on three of the
+# parameters and their pairs (a GP refitted on the Bayesian search's trials,
+# averaged over the other two).
+plot_objective(
+    bayes,
+    dimensions=["learning_rate", "max_leaf_nodes", "l2_regularization"],
+    n_samples=30 if TINY else 60,
+    n_points=12 if TINY else 20,
+)
 plt.show()

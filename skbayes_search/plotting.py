@@ -225,6 +225,7 @@ def plot_objective(
     fractions: str = "full",
     n_samples: int = 100,
     n_points: int = 30,
+    dimensions: Sequence[str] | None = None,
     random_state: Any = 0,
     fig: Any = None,
 ) -> np.ndarray:
@@ -238,7 +239,8 @@ def plot_objective(
     parameter, the posterior mean averaged over ``n_samples`` random settings
     of the other parameters (its partial dependence); below the diagonal,
     filled contours show the same for every pair of numeric parameters, with
-    the evaluated trials as dots and the best one as a red star. A
+    the evaluated trials as dots and the best one as a red star (all contours
+    share one colour scale and one colour bar). A
     categorical parameter gets one point per category on the diagonal and no
     contour plots.
 
@@ -266,6 +268,9 @@ def plot_objective(
     n_points : int, default=30
         Grid points per numeric parameter (the contours use ``n_points`` by
         ``n_points``).
+    dimensions : list of str, default=None
+        The parameters to draw, in this order; all by default. The others
+        are still averaged over.
     random_state : int, Generator or None, default=0
         Seeds the GP fit and the random settings.
     fig : matplotlib Figure, default=None
@@ -335,6 +340,13 @@ def plot_objective(
     background = space.sample(n_samples, rng)
 
     names = [n for n in space.names if _columns_of(space, n).any()]
+    if dimensions is not None:
+        unknown = [n for n in dimensions if n not in space.names]
+        if unknown:
+            raise ValueError(
+                f"dimensions {unknown!r} are not in the search space {space.names!r}"
+            )
+        names = [n for n in dimensions if n in names]
     dims = space.subspaces[0]
     default = space.from_unit(space.default_point()[None, :])[0]
     columns = {}  # name -> (column mask, unit codes, values on the axis)
@@ -389,44 +401,57 @@ def plot_objective(
             )
         ax.set_xlabel(name)
         ax.set_ylabel(f"partial dependence\n(mean {metric})")
-        for j in range(d):
-            if j > i:
-                axes[i, j].set_visible(False)
+        ax.ticklabel_format(axis="y", useOffset=False)
+        for j in range(i + 1, d):
+            axes[i, j].set_visible(False)
+    surfaces = {}
+    for i, name in enumerate(names):
         for j in range(i):
-            ax2 = axes[i, j]
             if not (numeric[i] and numeric[j]):
-                ax2.set_visible(False)
+                axes[i, j].set_visible(False)
                 continue
-            span_x, codes_x, values_x = columns[names[j]]
-            span_y, codes_y, values_y = columns[name]
-            Z = np.array(
+            span_x, codes_x, _ = columns[names[j]]
+            span_y, codes_y, _ = columns[name]
+            surfaces[i, j] = np.array(
                 [
                     [partial([(span_x, cx), (span_y, cy)]) for cx in codes_x]
                     for cy in codes_y
                 ]
             )
-            cs = ax2.contourf(values_x, values_y, Z, levels=12, cmap="viridis")
-            ax2.scatter(
-                [p[names[j]] for p in params],
-                [p[name] for p in params],
-                s=8,
-                c="k",
-                alpha=0.6,
-            )
-            ax2.scatter(
-                [params[best][names[j]]],
-                [params[best][name]],
-                s=80,
-                c="r",
-                marker="*",
-            )
-            if log[j]:
-                ax2.set_xscale("log")
-            if log[i]:
-                ax2.set_yscale("log")
-            ax2.set_xlabel(names[j])
-            ax2.set_ylabel(name)
-            fig.colorbar(cs, ax=ax2, label=f"mean {metric}")
+    if surfaces:
+        low = min(Z.min() for Z in surfaces.values())
+        high = max(Z.max() for Z in surfaces.values())
+        levels = np.linspace(low, high + 1e-12 * max(1.0, abs(high)), 13)
+    cs = None
+    for (i, j), Z in surfaces.items():
+        ax2 = axes[i, j]
+        x_name, y_name = names[j], names[i]
+        cs = ax2.contourf(
+            columns[x_name][2], columns[y_name][2], Z, levels=levels, cmap="viridis"
+        )
+        ax2.scatter(
+            [p[x_name] for p in params],
+            [p[y_name] for p in params],
+            s=8,
+            c="k",
+            alpha=0.6,
+        )
+        ax2.scatter(
+            [params[best][x_name]], [params[best][y_name]], s=80, c="r", marker="*"
+        )
+        if log[j]:
+            ax2.set_xscale("log")
+        if log[i]:
+            ax2.set_yscale("log")
+        ax2.set_xlabel(x_name)
+        ax2.set_ylabel(y_name)
+    if cs is not None:
+        fig.colorbar(
+            cs,
+            ax=[axes[i, j] for i, j in surfaces],
+            label=f"modelled mean {metric}",
+            shrink=0.8,
+        )
     fig.suptitle(
         f"{type(search).__name__}: modelled mean validation {metric}, "
         f"{len(rows)} trials"

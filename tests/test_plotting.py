@@ -240,6 +240,18 @@ def test_objective_models_full_data_trials_unless_asked():
     assert len(scatters[0].get_offsets()) == 12
 
 
+def test_objective_draws_only_the_dimensions_asked_for():
+    search, _ = objective_search()
+    axes = plot_objective(search, dimensions=["depth", "C"], n_samples=10, n_points=5)
+    assert axes.shape == (2, 2)
+    assert [axes[i, i].get_xlabel() for i in range(2)] == ["depth", "C"]
+    assert (axes[1, 0].get_xlabel(), axes[1, 0].get_ylabel()) == ("depth", "C")
+    # one colour bar for all contours
+    assert sum(ax.get_label() == "<colorbar>" for ax in axes[0, 0].figure.axes) == 1
+    with pytest.raises(ValueError, match="not in the search space"):
+        plot_objective(search, dimensions=["gamma"])
+
+
 def test_objective_rejects_conditional_spaces():
     search, _ = objective_search()
     search.search_spaces = [{"C": Real(1e-2, 1e2)}, {"depth": Integer(1, 8)}]
