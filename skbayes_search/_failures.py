@@ -21,13 +21,15 @@ def raise_if_all_failed(ctx: SearchContext, at_end: bool = False) -> None:
     """Stop a search whose every trial so far failed.
 
     Raised once ``FAIL_FAST_TRIALS`` trials (or the whole budget) have all
-    failed, or at the end of the search (``at_end``). The message holds the
+    failed in every fit, or at the end of the search (``at_end``). The message holds the
     fits' errors, each with its count, as scikit-learn's searches report them
     (``_warn_or_raise_about_fit_failures``): the reason is in the error, not
     behind a rerun with ``error_score='raise'``.
     """
     n = len(ctx.trials)
-    if n == 0 or not all(t.failed for t in ctx.trials):
+    if n == 0 or not all(_every_fit_failed(t, ctx.n_splits) for t in ctx.trials):
+        # as in scikit-learn, some fits that succeeded mean the estimator can
+        # work: the search goes on (and warns about the failures at the end)
         return
     if at_end or n >= min(ctx.budget, FAIL_FAST_TRIALS):
         errors = Counter(e for t in ctx.trials for e in getattr(t, "fit_errors", ()))
@@ -41,6 +43,13 @@ def raise_if_all_failed(ctx: SearchContext, at_end: bool = False) -> None:
             "likely that your model is misconfigured. You can try to debug "
             f"the error by setting error_score='raise'.{details}"
         )
+
+
+def _every_fit_failed(trial: Any, n_splits: int) -> bool:
+    """Whether all of a trial's fits failed (a trial read back from a store
+    keeps no errors: failed, it counts as wholly failed)."""
+    errors = getattr(trial, "fit_errors", ())
+    return trial.failed and (not errors or len(errors) >= n_splits)
 
 
 def _summary(errors: Counter) -> str:

@@ -125,3 +125,44 @@ def test_nan_scores_of_successful_fits_are_counted():
     )
     with pytest.warns(UserWarning, match="2 of 3 trials fitted but scored NaN"):
         search.fit(X, y)
+
+
+class _FailsOnRow0(ClassifierMixin, BaseEstimator):
+    """Fails to fit whenever training row 0 (marked by X[0, 0] = 999) is in."""
+
+    def __init__(self, c=1.0):
+        self.c = c
+
+    def fit(self, X, y):
+        if np.any(np.asarray(X)[:, 0] == 999):
+            raise ValueError("row 0 is poisoned")
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+def test_all_failed_error_lists_the_fit_errors_with_counts():
+    X, y = make_classification(40, 4, random_state=0)
+    X[:, 0] = 999  # every fit fails
+    search = BayesSearchCV(_FailsOnRow0(), {"c": [1.0, 2.0, 3.0]}, n_iter=3, cv=2)
+    with pytest.raises(ValueError) as info:
+        search.fit(X, y)
+    message = str(info.value)
+    assert "All the 3 trials failed (6 fits)" in message
+    assert "6 fits failed with the following error" in message
+    assert "row 0 is poisoned" in message
+
+
+def test_a_search_whose_every_trial_has_one_failed_fold_goes_on():
+    # as in scikit-learn: some fits succeeded, so the estimator can work; the
+    # search runs its budget and warns instead of stopping
+    X, y = make_classification(40, 4, random_state=0)
+    X[0, 0] = 999
+    search = BayesSearchCV(
+        _FailsOnRow0(), {"c": [1.0, 2.0, 3.0]}, n_iter=3, cv=2, refit=False
+    )
+    with pytest.warns(FitFailedWarning, match="row 0 is poisoned"):
+        search.fit(X, y)
+    assert len(search.cv_results_["params"]) == 3

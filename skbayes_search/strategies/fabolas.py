@@ -353,7 +353,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         )
 
     def _pending_design(self, ctx: SearchContext) -> list[int]:
-        """Design points no finished trial evaluated (matched, not counted:
+        """Design points neither evaluated nor running (matched, not counted:
         they finish in any order and a resumed search runs the rest)."""
         # compared by unit-cube encoding: parameter dicts may hold values
         # (arrays) whose == is not a truth value

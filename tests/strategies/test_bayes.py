@@ -425,7 +425,7 @@ def test_bayes_beats_random_search_on_a_cheap_objective():
 
 
 BAD_INPUTS = [
-    ({"search_spaces": {}}, "search_spaces"),
+    ({"search_spaces": []}, "search_spaces"),
     ({"search_spaces": {"alpha": Real(1.0, 0.1)}}, "alpha"),
     ({"search_spaces": {"alpha": Real(-1.0, 1.0, prior="log-uniform")}}, "alpha"),
     ({"search_spaces": {"alpha": Real(0.1, 1.0, prior="cubic")}}, "alpha"),
@@ -490,3 +490,95 @@ def test_ei_per_second_pi_lcb_and_map_run(iris):
             random_state=0,
         ).fit(X, y)
         assert np.isfinite(search.cv_results_["acquisition_value"][3:]).all()
+
+
+# --- Bad inputs: the underlying fit errors surface (regression tests) -------
+# With the default error_score (nan) every fit of these checks fails; the
+# search's error must carry the estimator's own message, as GridSearchCV's
+# does, so scikit-learn's checks recognise it.
+_FIT_ERROR_CHECKS = [
+    "check_classifiers_one_label",
+    "check_estimators_nan_inf",
+    "check_dtype_object",
+    "check_estimators_empty_data_messages",
+    "check_classifiers_regression_target",
+]
+
+
+@pytest.mark.parametrize("check_name", _FIT_ERROR_CHECKS)
+def test_fit_errors_reach_the_user(check_name, tmp_path):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.utils import estimator_checks
+
+    search = _default_error_score_search(LogisticRegression(), tmp_path)
+    getattr(estimator_checks, check_name)(type(search).__name__, search)
+
+
+def _default_error_score_search(estimator, tmp_path):
+    return BayesSearchCV(
+        estimator,
+        {"C": [0.1, 1.0]},
+        n_iter=3,
+        n_initial_points=2,
+        cv=2,
+        hyperparameter_sampling="map",
+        random_state=0,
+    )
+
+
+def test_all_failed_error_names_the_cause():
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    search = _default_error_score_search(LogisticRegression(), None)
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)All the \d+ trials failed.*fits failed"
+        r" with the following error.*class",
+    ):
+        search.fit(X, np.zeros(30))
+
+
+def test_empty_space_evaluates_the_defaults_once():
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    y = np.arange(30) % 2
+    with pytest.warns(UserWarning, match="only 1 distinct"):
+        search = BayesSearchCV(LogisticRegression(), {}, n_iter=3, cv=2).fit(X, y)
+    assert search.cv_results_["params"] == [{}]
+    assert search.best_params_ == {}
+
+
+def test_swapped_pipeline_steps_are_searched():
+    from sklearn.decomposition import PCA, TruncatedSVD
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.tree import DecisionTreeClassifier
+
+    X = np.random.default_rng(0).normal(size=(40, 4))
+    y = np.arange(40) % 2
+    pipe = Pipeline([("reduce_dim", PCA()), ("clf", LogisticRegression())])
+    grid = [
+        {"clf": [DecisionTreeClassifier(random_state=0)], "clf__max_depth": [1, 2]},
+        {"reduce_dim": [PCA(), TruncatedSVD()], "reduce_dim__n_components": [2, 3]},
+    ]
+    search = BayesSearchCV(
+        pipe,
+        grid,
+        n_iter=6,
+        n_initial_points=4,
+        cv=2,
+        error_score="raise",
+        hyperparameter_sampling="map",
+        random_state=0,
+    ).fit(X, y)
+    names = {frozenset(p) for p in search.cv_results_["params"]}
+    assert frozenset({"clf", "clf__max_depth"}) in names
+    # a name valid under no candidate of its sub-space is still refused
+    with pytest.raises(ValueError, match=r"invalid parameter\(s\) \['clf__kernel'\]"):
+        BayesSearchCV(
+            pipe,
+            {"clf": [DecisionTreeClassifier()], "clf__kernel": [1]},
+            n_iter=2,
+            cv=2,
+        ).fit(X, y)

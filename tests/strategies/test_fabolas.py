@@ -435,3 +435,110 @@ def test_proposals_the_cost_gp_underrates_are_not_affordable_near_the_end():
     assert np.all(np.isfinite(precise(tiny)))
     _, unbounded = search._acquisition(ctx, Z, posteriors, 0.1, costs)
     assert np.all(np.isfinite(unbounded(full)))
+
+
+# --- Bad inputs: the underlying fit errors surface (regression tests) -------
+# With the default error_score (nan) every fit of these checks fails; the
+# search's error must carry the estimator's own message, as GridSearchCV's
+# does, so scikit-learn's checks recognise it.
+_FIT_ERROR_CHECKS = [
+    "check_classifiers_one_label",
+    "check_estimators_nan_inf",
+    "check_dtype_object",
+    "check_estimators_empty_data_messages",
+    "check_classifiers_regression_target",
+]
+
+
+@pytest.mark.parametrize("check_name", _FIT_ERROR_CHECKS)
+def test_fit_errors_reach_the_user(check_name, tmp_path):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.utils import estimator_checks
+
+    search = _default_error_score_search(LogisticRegression(), tmp_path)
+    getattr(estimator_checks, check_name)(type(search).__name__, search)
+
+
+def _default_error_score_search(estimator, tmp_path):
+    return FabolasSearchCV(
+        estimator,
+        {"C": [0.1, 1.0]},
+        n_iter=3,
+        n_initial_points=2,
+        n_representers=5,
+        n_hyper_samples=2,
+        cv=2,
+        random_state=0,
+    )
+
+
+def _tiny_classification(n=60):
+    X = np.random.default_rng(0).normal(size=(n, 3))
+    return X, (X[:, 0] > 0).astype(int)
+
+
+@pytest.mark.parametrize("space", [{"C": [1.0]}, {}])
+@pytest.mark.parametrize("n", [60, 2000])
+def test_a_single_configuration_is_evaluated_on_all_data(space, n):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _tiny_classification(n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search = FabolasSearchCV(
+            LogisticRegression(), space, n_iter=4, cv=2, random_state=0
+        ).fit(X, y)
+    assert search.cv_results_["params"] == [{k: v[0] for k, v in space.items()}]
+    assert search.cv_results_["resource_fraction"].tolist() == [1.0]
+
+
+class _ArrayParam(ClassifierMixin, BaseEstimator):
+    def __init__(self, w=None, c=0.5):
+        self.w = w
+        self.c = c
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+@pytest.mark.parametrize("n", [60, 2000])
+def test_array_valued_categories(n):
+    X, y = _tiny_classification(n)
+    space = {"w": [np.array([1.0, 2.0]), np.array([3.0, 4.0])], "c": Real(0.0, 1.0)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search = FabolasSearchCV(
+            _ArrayParam(),
+            space,
+            n_iter=5,
+            n_initial_points=3,
+            n_representers=5,
+            n_hyper_samples=2,
+            cv=2,
+            random_state=0,
+        ).fit(X, y)
+    assert len(search.cv_results_["params"]) >= 3
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fallback_stops_once_a_finite_space_is_evaluated(seed):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _tiny_classification(60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search = FabolasSearchCV(
+            LogisticRegression(),
+            {"C": [1.0, 2.0]},
+            n_iter=6,
+            n_initial_points=1,
+            cv=3,
+            random_state=seed,
+        ).fit(X, y)
+    assert search.fallback_
+    # each configuration once, on all data: nothing is evaluated twice
+    assert sorted(p["C"] for p in search.cv_results_["params"]) == [1.0, 2.0]

@@ -511,3 +511,63 @@ def test_bad_input_raises_before_any_fit(kwargs, name):
     search = TradeoffBayesSearchCV(NeverFit(), **params)
     with pytest.raises(ValueError, match=name):
         search.fit(X, y)
+
+
+# --- Bad inputs: the underlying fit errors surface (regression tests) -------
+# With the default error_score (nan) every fit of these checks fails; the
+# search's error must carry the estimator's own message, as GridSearchCV's
+# does, so scikit-learn's checks recognise it.
+_FIT_ERROR_CHECKS = [
+    "check_classifiers_one_label",
+    "check_estimators_nan_inf",
+    "check_dtype_object",
+    "check_estimators_empty_data_messages",
+    "check_classifiers_regression_target",
+]
+
+
+@pytest.mark.parametrize("check_name", _FIT_ERROR_CHECKS)
+def test_fit_errors_reach_the_user(check_name, tmp_path):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.utils import estimator_checks
+
+    search = _default_error_score_search(LogisticRegression(), tmp_path)
+    getattr(estimator_checks, check_name)(type(search).__name__, search)
+
+
+def _default_error_score_search(estimator, tmp_path):
+    return TradeoffBayesSearchCV(
+        estimator,
+        {"C": [0.1, 1.0]},
+        n_iter=3,
+        n_initial_points=2,
+        cv=2,
+        hyperparameter_sampling="map",
+        random_state=0,
+    )
+
+
+def test_refit_on_a_fraction_subsets_a_precomputed_kernel():
+    from sklearn.svm import SVC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = (X[:, 0] > 0).astype(int)
+    K = X @ X.T
+    search = TradeoffBayesSearchCV(
+        SVC(kernel="precomputed"),
+        {"C": Real(0.1, 10.0, "log-uniform")},
+        fractions=(0.25,),
+        n_iter=3,
+        n_initial_points=2,
+        cv=2,
+        hyperparameter_sampling="map",
+        error_score="raise",
+        random_state=0,
+    )
+    with pytest.warns(UserWarning, match="refit_indices_"):
+        search.fit(K, y)
+    rows = search.refit_indices_
+    assert search.best_estimator_.shape_fit_ == (len(rows), len(rows))
+    # predicting needs the kernel against the refit rows only
+    search.best_estimator_.predict(K[:, rows])
