@@ -188,20 +188,19 @@ def calibrate(model, X, y, n_workers: int, seed: int) -> tuple[float, float]:
     """Mean seconds of a fit of a random setting on one CV fold's training
     rows, and the exponent of its growth with the rows.
 
-    Measured on a third and a ninth of those rows (cheap, and enough settings
-    to average over the slow ones) and extrapolated.
+    Measured on a third and a ninth of a fold (cheap, so enough settings to
+    average over the slow ones) and extrapolated.
     """
     settings = list(ParameterSampler(SPACE, N_PROBES, random_state=seed))
     idx = np.random.default_rng(seed).permutation(len(y))
     n_fit = len(y) * (CV - 1) // CV
-    val = idx[n_fit:]
-    sizes = (n_fit // 3, n_fit // 9)
+    # A fraction f of a fold: f of its training rows, scored on f of its
+    # validation rows, as halving's rungs are.
+    parts = [(idx[: n_fit // k], idx[n_fit:][: (len(y) - n_fit) // k]) for k in (3, 9)]
     # The searches' own process pool: started here, so that no search pays
     # for starting it.
     times = Parallel(n_jobs=n_workers)(
-        delayed(_probe)(model, p, X, y, idx[:rows], val)
-        for rows in sizes
-        for p in settings
+        delayed(_probe)(model, p, X, y, *part) for part in parts for p in settings
     )
     t_third, t_ninth = np.mean(times[:N_PROBES]), np.mean(times[N_PROBES:])
     exponent = float(np.clip(math.log(t_third / t_ninth) / math.log(3), 1.0, 2.5))
@@ -380,10 +379,13 @@ def conclude(rows: list[dict], n_test: int) -> str:
             f"on held-out data, more than the {noise:.2f} pp noise of "
             f"{n_test:,} test rows."
         )
-    lead = "ahead of" if gap > 0 else "behind"
+    if abs(gap) < 0.005:
+        where = "level with"
+    else:
+        where = f"{abs(gap):.2f} pp " + ("ahead of" if gap > 0 else "behind")
     return (
-        f"A tie: our best, {o}, is {abs(gap):.2f} pp {lead} the best peer, "
-        f"{q}, within the {noise:.2f} pp noise of {n_test:,} test rows."
+        f"A tie: our best, {o}, is {where} the best peer, {q}, within the "
+        f"{noise:.2f} pp noise of {n_test:,} test rows."
     )
 
 
