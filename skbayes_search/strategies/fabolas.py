@@ -353,7 +353,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         )
 
     def _pending_design(self, ctx: SearchContext) -> list[int]:
-        """Design points neither evaluated nor running (matched, not counted:
+        """Design points no finished trial evaluated (matched, not counted:
         they finish in any order and a resumed search runs the rest)."""
         # compared by unit-cube encoding: parameter dicts may hold values
         # (arrays) whose == is not a truth value
@@ -387,6 +387,13 @@ class FabolasSearchCV(BaseBayesSearchCV):
         else:
             # too few successes for a model: keep exploring at random
             U = ctx.space.sample(n_slots, ctx.rng, method="random")
+            if self.fallback_ and np.isfinite(ctx.space.cardinality):
+                # on all data a configuration evaluated once is done: draw
+                # among the others (a small finite space repeats them)
+                seen = {x.tobytes() for x in ctx.X()}
+                more = ctx.space.sample(16 * n_slots, ctx.rng, method="random")
+                fresh = {x.tobytes(): x for x in more if x.tobytes() not in seen}
+                U = np.array(list(fresh.values())[:n_slots]).reshape(-1, U.shape[1])
             params_list = ctx.space.from_unit(U)
             positions = range(len(ctx.trials), len(ctx.trials) + n_slots)
         fractions = check_fractions(self.initial_fractions, "initial_fractions")
