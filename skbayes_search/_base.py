@@ -3,16 +3,16 @@ trial evaluation and recording, budgets, failures, best selection, refit."""
 
 from __future__ import annotations
 
-import math
 import numbers
 import os
 import time
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, effective_n_jobs
+from joblib import effective_n_jobs
 from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.model_selection import check_cv
 from sklearn.model_selection._search import BaseSearchCV
@@ -29,10 +29,12 @@ from sklearn.utils.validation import (
 
 from ._callbacks import SearchCallbacks
 from ._evaluate import TrialEvaluator, stratified_order, subset_size
-from ._failures import raise_if_all_failed, warn_about_failures
+from ._failures import warn_about_failures
 from ._journal import SearchJournal, as_store
+from ._loop import SearchLoop
 from ._progress import progress_bar, report_trial
 from ._trial import SearchContext, Trial, TrialRecord
+from ._workers import make_workers
 from .space import SearchSpace
 from .storage import TrialStore
 
@@ -46,6 +48,8 @@ SHARED_PARAMS = (
     "search_spaces",
     "n_iter",
     "max_time",
+    "trial_timeout",
+    "asynchronous",
     "scoring",
     "n_jobs",
     "refit",
@@ -123,7 +127,6 @@ class _Run:
     callbacks: SearchCallbacks
     base_estimator: Any
     fit_and_score_kwargs: dict
-    parallel: Parallel
     all_out: list[dict] = field(default_factory=list)
 
 
@@ -147,6 +150,8 @@ class BaseBayesSearchCV(BaseSearchCV):
         "search_spaces": [dict, list],
         "n_iter": [COUNT],
         "max_time": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "trial_timeout": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "asynchronous": ["boolean"],
         "random_state": ["random_state"],
         "store": [TrialStore, str, os.PathLike, None],
         "run_name": [_NonEmptyStr(), None],
@@ -159,6 +164,8 @@ class BaseBayesSearchCV(BaseSearchCV):
         *,
         n_iter: Any = 50,
         max_time: float | None = None,
+        trial_timeout: float | None = None,
+        asynchronous: bool = True,
         scoring: Any = None,
         n_jobs: int | None = None,
         refit: bool | str | Any = True,
@@ -188,6 +195,8 @@ class BaseBayesSearchCV(BaseSearchCV):
         self.search_spaces = search_spaces
         self.n_iter = n_iter
         self.max_time = max_time
+        self.trial_timeout = trial_timeout
+        self.asynchronous = asynchronous
         self.random_state = random_state
         self.store = store
         self.run_name = run_name
@@ -227,18 +236,6 @@ class BaseBayesSearchCV(BaseSearchCV):
     def _select_best(self, results: dict, refit_metric: str) -> int:
         """Index of the best row; scikit-learn's rule by default."""
         return self._select_best_index(self.refit, refit_metric, results)
-
-    def _n_points(self, ctx: SearchContext) -> int:
-        """Trials per batch: enough to keep every worker busy.
-
-        Each trial already runs ``n_splits`` folds in parallel, so a batch
-        needs ``ceil(workers / n_splits)`` trials; on a 2-core machine with
-        5-fold CV that is one, and results do not depend on ``n_jobs``.
-        """
-        n_points = getattr(self, "n_points", None)
-        if n_points is not None:
-            return int(n_points)
-        return max(1, math.ceil(ctx.n_jobs_effective / ctx.n_splits))
 
     # ------------------------------------------------------------------
     # fit
@@ -280,20 +277,18 @@ class BaseBayesSearchCV(BaseSearchCV):
 
     def _fit(self, X: Any, y: Any, **params: Any) -> BaseBayesSearchCV:
         run = self._prepare(X, y, params)
-        with run.parallel:
-            evaluator = TrialEvaluator(
-                base_estimator=run.base_estimator,
-                X=run.X,
-                y=run.y,
-                splits=run.splits,
-                y_stratify=run.y_stratify,
-                rng=np.random.default_rng(run.seed_subsets),
-                parallel=run.parallel,
-                fit_and_score_kwargs=run.fit_and_score_kwargs,
-                callbacks=run.callbacks,
-            )
-            self._resume(run)
-            self._search(run, evaluator)
+        evaluator = TrialEvaluator(
+            base_estimator=run.base_estimator,
+            X=run.X,
+            y=run.y,
+            splits=run.splits,
+            y_stratify=run.y_stratify,
+            rng=np.random.default_rng(run.seed_subsets),
+            fit_and_score_kwargs=run.fit_and_score_kwargs,
+            callbacks=run.callbacks,
+        )
+        self._resume(run)
+        self._search(run, evaluator)
         return self._assemble(run)
 
     def _prepare(self, X: Any, y: Any, params: dict) -> _Run:
@@ -417,11 +412,6 @@ class BaseBayesSearchCV(BaseSearchCV):
                 error_score=self.error_score,
                 verbose=self.verbose,
             ),
-            parallel=Parallel(
-                n_jobs=self.n_jobs,
-                pre_dispatch=self.pre_dispatch,
-                return_as="generator_unordered",
-            ),
         )
 
     def _resume(self, run: _Run) -> None:
@@ -444,59 +434,96 @@ class BaseBayesSearchCV(BaseSearchCV):
             )
 
     def _search(self, run: _Run, evaluator: TrialEvaluator) -> None:
-        """The ask/tell loop, each finished trial recorded the moment it ends."""
+        """The asynchronous loop, each trial recorded the moment it ends."""
         ctx, journal = run.ctx, run.journal
         metric = self.refit if isinstance(self.refit, str) else None
+        trial_timeout = self.trial_timeout
         # the tqdm bar, if any (kept out of the search's state, which the
         # workers may receive)
         progress = progress_bar(
             self.verbose, ctx.budget, len(ctx.trials), type(self).__name__
         )
 
-        def evaluate_candidates(trials: list[Trial]) -> None:
-            records: list = [None] * len(trials)
-            if journal is not None:
-                positions = journal.claim_positions(len(trials))
-
-            def on_trial_done(i: int, outs: list[dict], finish: float) -> None:
-                trial = trials[i]
-                record = TrialRecord.from_fits(
-                    trial,
-                    outs,
-                    x=ctx.space.to_unit([trial.params])[0],
-                    n_resources=evaluator.n_resources(trial.fraction),
-                    elapsed_time=finish - ctx.start_time,
-                    metric=metric,
-                )
-                # Committed the moment it finishes: a killed search loses at
-                # most the trials still running.
-                if journal is not None:
-                    journal.write(record, outs, positions[i])
-                records[i] = (record, outs)
-
-            evaluator.evaluate(
-                [t.params for t in trials],
-                [t.fraction for t in trials],
-                on_trial_done=on_trial_done,
+        def commit(trial: Trial, outs: list, position: int | None, finish: float):
+            record = TrialRecord.from_fits(
+                trial,
+                outs,
+                x=ctx.space.to_unit([trial.params])[0],
+                n_resources=evaluator.n_resources(trial.fraction),
+                elapsed_time=finish - ctx.start_time,
+                metric=metric,
             )
-            # Batch order, not finish order, so that n_jobs does not change
-            # cv_results_.
-            for record, outs in records:
-                ctx.trials.append(record)
-                run.all_out.extend(outs)
-                report_trial(type(self).__name__, self.verbose, ctx, record, progress)
+            # Committed the moment it finishes: a killed search loses at most
+            # the trials still running.
+            if journal is not None:
+                journal.write(record, outs, position)
+            return record
 
-        self._ctx = ctx
+        def publish(record: TrialRecord, outs: list) -> None:
+            ctx.trials.append(record)
+            run.all_out.extend(outs)
+            report_trial(type(self).__name__, self.verbose, ctx, record, progress)
+
+        workers = make_workers(
+            self.n_jobs,
+            self.pre_dispatch,
+            need_stop=self.max_time is not None or trial_timeout is not None,
+        )
+        # Starting worker processes (once per Python session) is not charged
+        # to max_time: the budget is for fits and proposals.
+        ctx.start_time += workers.startup_seconds
+        loop = SearchLoop(
+            self,
+            ctx,
+            evaluator,
+            workers,
+            commit=commit,
+            publish=publish,
+            claim_position=(
+                (lambda: journal.claim_positions(1)[0])
+                if journal is not None
+                else (lambda: None)
+            ),
+            fit_kwargs=run.callbacks.fit_kwargs,
+            failed_out=partial(self._stopped_fit, run.scorers),
+            trial_timeout=trial_timeout,
+            n_points=getattr(self, "n_points", None),
+            stop_on_timeout=self.error_score == "raise",
+            asynchronous=self.asynchronous,
+        )
         try:
             run.callbacks.begin_search()
-            self._run_search(evaluate_candidates)
+            self._init_search(ctx)
+            loop.run()
             run.callbacks.end_search()
         finally:
-            del self._ctx
+            workers.close()
             if progress is not None:
                 progress.close()
+        if not ctx.trials:
+            raise ValueError(
+                f"No trial finished within max_time={self.max_time}s; give the "
+                "search more time or make one fit cheaper."
+            )
         if journal is not None:
             journal.finish()
+
+    def _stopped_fit(self, scorers: Any, test: Any, seconds: float, reason: str):
+        """The per-split result of a fit stopped at a deadline, in the form of
+        scikit-learn's ``_fit_and_score`` for a failed fit."""
+        score = np.nan if self.error_score == "raise" else self.error_score
+        if hasattr(scorers, "_scorers"):
+            score = {name: score for name in scorers._scorers}
+        out = {
+            "fit_error": f"TimeoutError: {reason}",
+            "test_scores": score,
+            "n_test_samples": len(test),
+            "fit_time": float(seconds),
+            "score_time": 0.0,
+        }
+        if self.return_train_score:
+            out["train_scores"] = score
+        return out
 
     def _assemble(self, run: _Run) -> BaseBayesSearchCV:
         """cv_results_, the best trial, the refit and the fitted attributes."""
@@ -544,23 +571,6 @@ class BaseBayesSearchCV(BaseSearchCV):
         self.cv_results_ = results
         run.callbacks.end()
         return self
-
-    def _run_search(self, evaluate_candidates: Any) -> None:
-        """The ask/tell loop: ask the strategy, evaluate, record, repeat."""
-        ctx = self._ctx
-        self._init_search(ctx)
-        # The first batch runs whatever max_time says, so a result exists.
-        while ctx.n_remaining() > 0 and (ctx.time_left() > 0 or not ctx.trials):
-            n_slots = min(self._n_points(ctx), ctx.n_remaining())
-            trials = self._ask(ctx, n_slots)[: ctx.n_remaining()]
-            if not trials:
-                break
-            evaluate_candidates(trials)
-            raise_if_all_failed(ctx)
-        final = self._finalize(ctx)
-        if final:
-            evaluate_candidates(final)
-        raise_if_all_failed(ctx, at_end=True)
 
     # ------------------------------------------------------------------
     # recording

@@ -8,19 +8,17 @@ per split, seeded once per search) and stratified for classifiers (every
 prefix holds each class in proportion, and any prefix at least as long as the
 number of classes holds every class at least once).
 
-Folds of all trials of a batch run through one ``joblib.Parallel``; passing
+Each fold is one job for the search's workers (:mod:`._workers`); passing
 index subsets lets scikit-learn slice ``X``, ``y`` and sample-aligned fit
 parameters such as ``sample_weight`` itself.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.model_selection._validation import _fit_and_score
 
@@ -92,11 +90,6 @@ def subset_size(fraction: float, n_rows: int, min_rows: int = 1) -> int:
     return int(min(n_rows, max(min_rows, round(fraction * n_rows))))
 
 
-def _fit_and_score_tagged(tag: tuple[int, int], **kwargs: Any) -> tuple:
-    # joblib's unordered generator loses the order; the tag restores it.
-    return tag, _fit_and_score(**kwargs)
-
-
 class TrialEvaluator:
     """Evaluate batches of trials with fixed CV splits and nested subsets.
 
@@ -112,8 +105,6 @@ class TrialEvaluator:
         Labels to stratify subsets by (``None`` for regressors).
     rng : numpy.random.Generator
         Seeds the per-split subset orders.
-    parallel : joblib.Parallel
-        Runs folds; must return an unordered generator.
     fit_and_score_kwargs : dict
         Scorer, routed fit/score params, ``error_score`` and so on, passed to
         scikit-learn's ``_fit_and_score``.
@@ -131,7 +122,6 @@ class TrialEvaluator:
         splits: Sequence[tuple[np.ndarray, np.ndarray]],
         y_stratify: np.ndarray | None,
         rng: np.random.Generator,
-        parallel: Parallel,
         fit_and_score_kwargs: dict,
         callbacks: SearchCallbacks | None = None,
     ) -> None:
@@ -143,7 +133,6 @@ class TrialEvaluator:
         self.min_rows = 1
         if y_stratify is not None and len(y_stratify):
             self.min_rows = len(np.unique(np.asarray(y_stratify)))
-        self.parallel = parallel
         self.kwargs = fit_and_score_kwargs
         self.callbacks = callbacks
 
@@ -164,64 +153,36 @@ class TrialEvaluator:
             out.append((np.sort(order[:m]), test))
         return out
 
-    def evaluate(
+    def fold_jobs(
         self,
-        params_list: list[dict],
-        fractions: list[float],
-        on_trial_done: Callable[[int, list[dict], float], None],
-    ) -> list[tuple[list[dict], float]]:
-        """Fit and score every trial on every split.
+        params: dict,
+        fraction: float,
+        callback_kwargs: list[dict],
+        candidate_progress: tuple[int, int] | None = None,
+    ) -> list[tuple[Callable, dict]]:
+        """One ``(function, kwargs)`` job per split: fit ``params`` on the
+        split's subset of ``fraction`` and score it on the split's test rows.
 
-        Parameters
-        ----------
-        params_list : list of dict
-            Parameters of each trial.
-        fractions : list of float
-            Training fraction of each trial.
-        on_trial_done : callable
-            Called as ``on_trial_done(i, outs, finish_time)`` the moment all
-            splits of trial ``i`` are in, so a trial is recorded before the
-            batch ends.
-
-        Returns
-        -------
-        list of (outs, finish_time)
-            Per trial, the per-split ``_fit_and_score`` dicts in split order
-            and the ``time.perf_counter()`` at which its last split finished.
+        ``callback_kwargs`` holds one dict of scikit-learn callback arguments
+        per split (empty dicts without callbacks); ``candidate_progress``
+        ``(trial, budget)`` goes to scikit-learn's verbose messages.
         """
         n_splits = len(self.splits)
-        n_trials = len(params_list)
-        jobs = []
-        callback_kwargs = iter(
-            self.callbacks.fit_kwargs(n_trials * n_splits)
-            if self.callbacks is not None
-            else [{}] * (n_trials * n_splits)
-        )
-        for i, (params, fraction) in enumerate(zip(params_list, fractions)):
-            for k, (train, test) in enumerate(self.subset_splits(fraction)):
-                jobs.append(
-                    delayed(_fit_and_score_tagged)(
-                        (i, k),
-                        estimator=clone(self.base_estimator),
-                        X=self.X,
-                        y=self.y,
-                        train=train,
-                        test=test,
-                        parameters=params,
-                        split_progress=(k, n_splits),
-                        candidate_progress=(i, n_trials),
-                        **self.kwargs,
-                        **next(callback_kwargs),
-                    )
-                )
-        outs: list[list[dict | None]] = [[None] * n_splits for _ in range(n_trials)]
-        pending = [n_splits] * n_trials
-        done: list[tuple[list[dict], float] | None] = [None] * n_trials
-        for (i, k), out in self.parallel(jobs):
-            outs[i][k] = out
-            pending[i] -= 1
-            if pending[i] == 0:
-                finish = time.perf_counter()
-                done[i] = (outs[i], finish)
-                on_trial_done(i, outs[i], finish)
-        return done
+        return [
+            (
+                _fit_and_score,
+                dict(
+                    estimator=clone(self.base_estimator),
+                    X=self.X,
+                    y=self.y,
+                    train=train,
+                    test=test,
+                    parameters=params,
+                    split_progress=(k, n_splits),
+                    candidate_progress=candidate_progress,
+                    **self.kwargs,
+                    **callback_kwargs[k],
+                ),
+            )
+            for k, (train, test) in enumerate(self.subset_splits(fraction))
+        ]

@@ -156,6 +156,9 @@ class SearchContext:
         self.n_jobs_effective = n_jobs_effective
         self.start_time = start_time
         self.trials: list[TrialRecord] = []
+        #: Trials proposed and still running (the loop keeps this list); a
+        #: strategy conditions its next proposals on them.
+        self.pending: list[Trial] = []
         #: The run's journal in the search's store (None without a store);
         #: a strategy reading other runs reads them through its store.
         self.journal: Any = None
@@ -171,8 +174,14 @@ class SearchContext:
         return self.max_time - self.elapsed()
 
     def n_remaining(self) -> int:
-        """Trials left of the count budget."""
-        return max(0, self.budget - len(self.trials))
+        """Trials left of the count budget (running trials count as spent)."""
+        return max(0, self.budget - len(self.trials) - len(self.pending))
+
+    def X_pending(self) -> np.ndarray:
+        """Unit-cube encodings of the running trials, shape (k, n_dims)."""
+        if not self.pending:
+            return np.empty((0, self.space.n_dims))
+        return self.space.to_unit([t.params for t in self.pending])
 
     def X(self, trials: list[TrialRecord] | None = None) -> np.ndarray:
         """Unit-cube encodings of finished trials, shape (n, n_dims)."""

@@ -115,8 +115,14 @@ def test_callbacks_and_progress_bar_with_parallel_workers():
     est = DecisionTreeClassifier(random_state=0)
     serial = BayesSearchCV(est, {"max_depth": Integer(1, 6)}, n_jobs=1, **kw)
     serial.fit(X, y)
+    # synchronous: the same trials as the serial search, whatever finishes first
     parallel = BayesSearchCV(
-        est, {"max_depth": Integer(1, 6)}, n_jobs=2, verbose=1, **kw
+        est,
+        {"max_depth": Integer(1, 6)},
+        n_jobs=2,
+        verbose=1,
+        asynchronous=False,
+        **kw,
     )
     parallel.set_callbacks(Recorder()).fit(X, y)
     assert parallel.cv_results_["params"] == serial.cv_results_["params"]

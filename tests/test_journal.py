@@ -106,7 +106,13 @@ def test_resume_reads_a_parallel_batch_back_in_proposal_order(tmp_path):
 
     def search(n_iter):
         return _search(
-            path, n_iter, SlowLow(), n_initial_points=4, n_points=4, n_jobs=4
+            path,
+            n_iter,
+            SlowLow(),
+            n_initial_points=4,
+            n_points=4,
+            n_jobs=4,
+            asynchronous=False,
         )
 
     # four threads run the folds of two trials at once (they mostly sleep)

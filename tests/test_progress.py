@@ -60,7 +60,7 @@ def test_bar_with_parallel_workers(capsys):
     # the bar stays in the parent process: the workers' fits must not
     # receive it (a tqdm bar does not unpickle)
     pytest.importorskip("tqdm")
-    search = _search(1).set_params(n_jobs=2).fit(X, y)
+    search = _search(1).set_params(n_jobs=2, asynchronous=False).fit(X, y)
     _, err = capsys.readouterr()
     assert "4/4" in err
     assert search.cv_results_["params"] == _search(0).fit(X, y).cv_results_["params"]

@@ -53,7 +53,21 @@ class BayesSearchCV(BaseBayesSearchCV):
         Number of trials (configurations evaluated).
     max_time : float, default=None
         Wall-clock budget in seconds for the whole search, surrogate overhead
-        included; checked between batches. ``None`` means no time limit.
+        included, and a promise: at ``max_time`` the running trials are
+        stopped (and not recorded) and the search ends; ``None`` means no
+        time limit. The final refit is not included.
+    trial_timeout : float, default=None
+        Seconds one trial (all its folds) may run. A trial past it is stopped
+        (its worker processes are ended; with the threading backend the search
+        only stops waiting) and recorded as failed with the reason, and the
+        search goes on. ``None`` means no limit.
+    asynchronous : bool, default=True
+        Propose the next trial the moment a worker would otherwise idle,
+        conditioned on the trials still running. ``False`` proposes
+        synchronous batches (of ``n_points`` trials where the strategy has
+        it, else enough to occupy ``n_jobs`` workers) and waits for each:
+        with a fixed ``random_state`` the trials then do not depend on which
+        fit finishes first (fit times still feed timing-dependent options).
     n_initial_points : int, default=5
         Trials of the Sobol initial design before the GP proposes.
     acquisition : {"ei", "ei_per_second", "pi", "lcb"}, default="ei"
@@ -177,6 +191,8 @@ class BayesSearchCV(BaseBayesSearchCV):
         *,
         n_iter: int = 50,
         max_time: float | None = None,
+        trial_timeout: float | None = None,
+        asynchronous: bool = True,
         n_initial_points: int = 5,
         acquisition: str = "ei",
         hyperparameter_sampling: str = "mcmc",
@@ -217,7 +233,12 @@ class BayesSearchCV(BaseBayesSearchCV):
     def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
         iteration = ctx.trials[-1].iter + 1 if ctx.trials else 0
         return self._proposer.ask(
-            ctx, ctx.trials, n_slots, fraction=1.0, iteration=iteration
+            ctx,
+            ctx.trials,
+            n_slots,
+            fraction=1.0,
+            iteration=iteration,
+            pending=ctx.pending,
         )
 
 
@@ -301,28 +322,33 @@ class BayesProposer:
         *,
         fraction: float,
         iteration: int,
+        pending: list[Trial] = (),
     ) -> list[Trial]:
         """Propose ``n_slots`` trials at ``fraction`` given ``trials`` so far.
 
-        Configurations already among ``trials`` are never proposed again; an
+        Configurations already among ``trials`` or running (``pending``, on
+        which the proposals are conditioned) are never proposed again; an
         empty list means a finite space is exhausted. ``iteration`` is
         recorded as the trials' ``iter``.
         """
-        n_done = len(trials)
         X = ctx.X(trials)
-        n_left = ctx.space.cardinality - len(_unseen(X, None))
+        P = ctx.space.to_unit([t.params for t in pending])
+        seen = np.vstack([X, P])
+        n_done = len(seen)
+        n_left = ctx.space.cardinality - len(_unseen(seen, None))
         if n_left <= 0:
             return []
         n_slots = int(min(n_slots, n_left))
         n_ok = int(np.isfinite(ctx.scores(trials)).sum()) if trials else 0
         design = self.initial_design(ctx)
-        # The design points not evaluated yet, not the next ones by count: a
-        # batch finishes in any order, so a search stopped in the middle of
-        # one and resumed must run exactly the points that did not finish.
-        U = _unseen(design, X)[:n_slots] if n_done < len(design) else design[:0]
+        # The design points neither evaluated nor running, not the next ones by
+        # count: trials finish in any order, so a search stopped in the middle
+        # of the design and resumed must run exactly the points that did not
+        # finish.
+        U = _unseen(design, seen)[:n_slots] if n_done < len(design) else design[:0]
         if n_done >= len(design) and n_ok < 2:
             # Too few successes for a GP: keep exploring at random.
-            U = _unseen(ctx.space.sample(16 * n_slots, ctx.rng, "random"), X)
+            U = _unseen(ctx.space.sample(16 * n_slots, ctx.rng, "random"), seen)
         if len(U) or n_ok < 2:
             return [
                 Trial(p, fraction, iter=iteration)
@@ -353,6 +379,7 @@ class BayesProposer:
             snap=ctx.space.snap,
             seeds=X[np.argsort(y, kind="stable")[:_N_SEEDS]],
             exclude=X,
+            pending=P if len(P) else None,
         )
         return [
             Trial(p, fraction, iter=iteration, extras={"acquisition_value": float(v)})

@@ -77,7 +77,21 @@ class FabolasSearchCV(BaseBayesSearchCV):
         Wall-clock budget in seconds, overhead included. Only trials whose
         cautious cost fits in the time left are proposed, after setting aside
         one more proposal and the incumbent's final full-data evaluation (at
-        most half of ``max_time``); when none fits the search ends.
+        most half of ``max_time``); when none fits the search ends. The
+        final evaluation may run 10 % of ``max_time`` (at least 1 s) past it;
+        stopped there, it is recorded as failed.
+    trial_timeout : float, default=None
+        Seconds one trial (all its folds) may run. A trial past it is stopped
+        (its worker processes are ended; with the threading backend the search
+        only stops waiting) and recorded as failed with the reason, and the
+        search goes on. ``None`` means no limit.
+    asynchronous : bool, default=True
+        Propose the next trial the moment a worker would otherwise idle,
+        conditioned on the trials still running. ``False`` proposes
+        synchronous batches (of ``n_points`` trials where the strategy has
+        it, else enough to occupy ``n_jobs`` workers) and waits for each:
+        with a fixed ``random_state`` the trials then do not depend on which
+        fit finishes first (fit times still feed timing-dependent options).
     min_resources : "auto" or int, default="auto"
         Fewest training rows per fit; ``"auto"``: ``max(10 * n_classes,
         2 * n_splits * n_classes)`` for classifiers, otherwise 100. With fewer
@@ -181,6 +195,8 @@ class FabolasSearchCV(BaseBayesSearchCV):
         *,
         n_iter: int = 50,
         max_time: float | None = None,
+        trial_timeout: float | None = None,
+        asynchronous: bool = True,
         min_resources: str | int = "auto",
         initial_fractions: Any = (1 / 64, 1 / 32, 1 / 16, 1 / 8),
         n_initial_points: int = 10,
@@ -353,11 +369,11 @@ class FabolasSearchCV(BaseBayesSearchCV):
         )
 
     def _pending_design(self, ctx: SearchContext) -> list[int]:
-        """Design points no finished trial evaluated (matched, not counted:
+        """Design points neither evaluated nor running (matched, not counted:
         they finish in any order and a resumed search runs the rest)."""
         # compared by unit-cube encoding: parameter dicts may hold values
         # (arrays) whose == is not a truth value
-        done = {x.tobytes() for x in ctx.X()}
+        done = {x.tobytes() for x in np.vstack([ctx.X(), ctx.X_pending()])}
         design = ctx.space.to_unit(self._design_params)
         return [i for i, x in enumerate(design) if x.tobytes() not in done]
 
@@ -446,6 +462,10 @@ class FabolasSearchCV(BaseBayesSearchCV):
             seeds.append(self._axis.with_s(X_obs[top], 0.0))
         posts = self._loss_gp.posteriors
         n_conditioned = 0
+        pending = None
+        if ctx.pending:
+            running = np.array([t.fraction for t in ctx.pending])
+            pending = self._axis.with_s(ctx.X_pending(), self._axis.to_s(running))
 
         def acquisition_for(P: np.ndarray | None) -> tuple:
             nonlocal posts, n_conditioned
@@ -456,8 +476,11 @@ class FabolasSearchCV(BaseBayesSearchCV):
             n_conditioned = 0 if P is None else len(P)
             return self._acquisition(ctx, Z, posts, overhead, costs, max_cost, pmap)
 
-        # idle workers' threads, but never more than local cores (dask)
+        # idle workers' threads, but never more than local cores (dask); while
+        # trials run, the workers are busy
         n_threads = min(ctx.n_jobs_effective, len(posts), os.cpu_count() or 1)
+        if ctx.pending:
+            n_threads = 1
         with ThreadPoolExecutor(n_threads) if n_threads > 1 else nullcontext() as pool:
             pmap = map if pool is None else pool.map
             U, values = propose_batch(
@@ -468,6 +491,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
                 snap=lambda U: self._axis.snap_inputs(U, ctx.space.snap),
                 seeds=np.vstack(seeds),
                 exclude=Xin,
+                pending=pending,
                 n_candidates=_N_CANDIDATES,
                 n_polish=_N_POLISH,
                 n_refine=_N_REFINE,

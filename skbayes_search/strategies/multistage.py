@@ -66,12 +66,25 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         one stage it must not exceed any stage's ``n_iter``.
     max_time : float, default=None
         Wall-clock budget in seconds for the whole search (all stages,
-        overhead included), checked between batches. When it runs out
-        before the last stage has evaluated its hand-off, the search still
-        evaluates on the full data the ``top_k`` best configurations of the
-        latest stage that has results (only those not yet evaluated there),
-        so a full-data result always exists; this may overrun ``max_time``
-        by those fits.
+        overhead included); at ``max_time`` the running trials are stopped
+        and not recorded. When it runs out before the last stage has
+        evaluated its hand-off, the search still evaluates on the full data
+        the ``top_k`` best configurations of the latest stage that has
+        results (only those not yet evaluated there), within a grace period
+        of 10 % of ``max_time`` (at least 1 s), so a full-data result exists
+        whenever those fits finish in it.
+    trial_timeout : float, default=None
+        Seconds one trial (all its folds) may run. A trial past it is stopped
+        (its worker processes are ended; with the threading backend the search
+        only stops waiting) and recorded as failed with the reason, and the
+        search goes on. ``None`` means no limit.
+    asynchronous : bool, default=True
+        Propose the next trial the moment a worker would otherwise idle,
+        conditioned on the trials still running. ``False`` proposes
+        synchronous batches (of ``n_points`` trials where the strategy has
+        it, else enough to occupy ``n_jobs`` workers) and waits for each:
+        with a fixed ``random_state`` the trials then do not depend on which
+        fit finishes first (fit times still feed timing-dependent options).
     n_initial_points : int, default=5
         Sobol points of stage 1 before the GP proposes. Later stages start
         from their ``top_k`` hand-offs instead: their proposer's initial
@@ -225,6 +238,8 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         n_iter: int | Sequence[int] = (20, 10),
         top_k: int = 3,
         max_time: float | None = None,
+        trial_timeout: float | None = None,
+        asynchronous: bool = True,
         n_initial_points: int = 5,
         acquisition: str = "ei",
         hyperparameter_sampling: str = "mcmc",
@@ -337,22 +352,32 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         stages, n_iter = self._plan()
         for stage, budget in enumerate(n_iter):
             done = _of_stage(ctx.trials, stage)
-            if len(done) >= budget:
+            running = [t for t in ctx.pending if t.iter == stage]
+            n_given = len(done) + len(running)
+            if n_given >= budget:
                 continue
-            n_ask = min(n_slots, budget - len(done))
+            if stage > 0 and any(t.iter == stage - 1 for t in ctx.pending):
+                # the hand-off is the top-k of the whole previous stage
+                return []
+            n_ask = min(n_slots, budget - n_given)
             fraction = stages[stage]
             if stage > 0:
                 handoff = _top_k(_of_stage(ctx.trials, stage - 1), self.top_k)
-                if len(done) < len(handoff):
+                if n_given < len(handoff):
                     # The hand-off fills the first batches on its own: a BO
                     # proposal in the same batch would come from an empty
                     # stage.
                     return [
                         Trial(params, fraction, iter=stage)
-                        for params in handoff[len(done) : len(done) + n_ask]
+                        for params in handoff[n_given : n_given + n_ask]
                     ]
             trials = self._proposer(ctx, stage).ask(
-                ctx, done, n_ask, fraction=fraction, iteration=stage
+                ctx,
+                done,
+                n_ask,
+                fraction=fraction,
+                iteration=stage,
+                pending=running,
             )
             if trials:
                 return trials

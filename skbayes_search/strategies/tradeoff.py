@@ -109,7 +109,21 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         trials).
     max_time : float, default=None
         Wall-clock budget in seconds for the whole search, surrogate overhead
-        included; checked between batches. ``None`` means no time limit.
+        included, and a promise: at ``max_time`` the running trials are
+        stopped (and not recorded) and the search ends; ``None`` means no
+        time limit. The final refit is not included.
+    trial_timeout : float, default=None
+        Seconds one trial (all its folds) may run. A trial past it is stopped
+        (its worker processes are ended; with the threading backend the search
+        only stops waiting) and recorded as failed with the reason, and the
+        search goes on. ``None`` means no limit.
+    asynchronous : bool, default=True
+        Propose the next trial the moment a worker would otherwise idle,
+        conditioned on the trials still running. ``False`` proposes
+        synchronous batches (of ``n_points`` trials where the strategy has
+        it, else enough to occupy ``n_jobs`` workers) and waits for each:
+        with a fixed ``random_state`` the trials then do not depend on which
+        fit finishes first (fit times still feed timing-dependent options).
     hyperparameter_sampling : {"mcmc", "map"}, default="mcmc"
         ``"mcmc"`` integrates the GP hyperparameters out by slice sampling;
         ``"map"`` uses a point estimate (cheaper, less robust early on).
@@ -274,6 +288,8 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         n_initial_points: int = 3,
         time_normalization: str | float = "max",
         max_time: float | None = None,
+        trial_timeout: float | None = None,
+        asynchronous: bool = True,
         hyperparameter_sampling: str = "mcmc",
         n_points: int | None = None,
         scoring: Any = None,
@@ -350,12 +366,13 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
 
         return snap
 
-    def _encode(self, ctx: SearchContext) -> np.ndarray:
-        """Enriched unit points of the finished trials."""
-        X = ctx.X()
+    def _encode(self, ctx: SearchContext, pending: bool = False) -> np.ndarray:
+        """Enriched unit points of the finished (or the running) trials."""
+        X = ctx.X_pending() if pending else ctx.X()
         if not self._n_extra:
             return X
-        fractions = np.array([t.fraction for t in ctx.trials], dtype=float)
+        trials = ctx.pending if pending else ctx.trials
+        fractions = np.array([t.fraction for t in trials], dtype=float)
         idx = np.abs(fractions[:, None] - self._grid[None, :]).argmin(axis=1)
         return np.hstack([X, self._grid_unit[idx][:, None]])
 
@@ -417,7 +434,8 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
 
     def _propose(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
         iteration = ctx.trials[-1].iter + 1 if ctx.trials else 0
-        n_done = len(ctx.trials)
+        # running trials count: their design points are taken
+        n_done = len(ctx.trials) + len(ctx.pending)
         L, seconds, o = self._current_objective(ctx)
         ok = np.isfinite(L) & np.isfinite(seconds)
         if n_done < self.n_initial_points or ok.sum() < 2:
@@ -462,6 +480,7 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
             snap=self._snap(ctx),
             seeds=seeds,
             exclude=X,
+            pending=self._encode(ctx, pending=True) if ctx.pending else None,
         )
         if not len(U):
             return []

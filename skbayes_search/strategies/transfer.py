@@ -116,7 +116,22 @@ class TransferBayesSearchCV(BaseBayesSearchCV):
     n_iter : int, default=10
         Number of trials.
     max_time : float, default=None
-        Wall-clock budget in seconds, checked between trials.
+        Wall-clock budget in seconds for the whole search, surrogate overhead
+        included, and a promise: at ``max_time`` the running trials are
+        stopped (and not recorded) and the search ends; ``None`` means no
+        time limit. The final refit is not included.
+    trial_timeout : float, default=None
+        Seconds one trial (all its folds) may run. A trial past it is stopped
+        (its worker processes are ended; with the threading backend the search
+        only stops waiting) and recorded as failed with the reason, and the
+        search goes on. ``None`` means no limit.
+    asynchronous : bool, default=True
+        Propose the next trial the moment a worker would otherwise idle,
+        conditioned on the trials still running. ``False`` proposes
+        synchronous batches (of ``n_points`` trials where the strategy has
+        it, else enough to occupy ``n_jobs`` workers) and waits for each:
+        with a fixed ``random_state`` the trials then do not depend on which
+        fit finishes first (fit times still feed timing-dependent options).
     scoring : str, callable, list, tuple or dict, default=None
         As in :class:`~sklearn.model_selection.GridSearchCV`.
     n_jobs : int, default=None
@@ -222,6 +237,8 @@ feature_names_in_
         meta_features: Any = "auto",
         n_iter: int = 10,
         max_time: float | None = None,
+        trial_timeout: float | None = None,
+        asynchronous: bool = True,
         scoring: Any = None,
         n_jobs: int | None = None,
         refit: bool | str | Any = True,
@@ -374,7 +391,8 @@ feature_names_in_
 
     def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
         space = ctx.space
-        n_left = space.cardinality - len(np.unique(ctx.X(), axis=0))
+        seen = np.vstack([ctx.X(), ctx.X_pending()])
+        n_left = space.cardinality - len(np.unique(seen, axis=0))
         if n_left <= 0:
             return []
         n_slots = int(min(n_slots, n_left))
@@ -431,13 +449,16 @@ feature_names_in_
             x = candidates[int(np.argmin(mean.mean(axis=0)))]
         else:
             x = space.default_point()
-        taken = x[None, :]
-        if n_slots > 1:
+        running = ctx.X_pending()
+        taken = np.empty((0, space.n_dims))
+        if not contains(running, x):
+            taken = x[None, :]
+        if len(taken) < n_slots:
             # several workers and nothing observed yet: spread the rest
             for u in space.sample(16 * n_slots, ctx.rng, "random"):
                 if len(taken) == n_slots:
                     break
-                if not contains(taken, u):
+                if not contains(taken, u) and not contains(running, u):
                     taken = np.vstack([taken, u])
         return taken, [self._extras() for _ in taken]
 
@@ -491,6 +512,7 @@ feature_names_in_
             snap=space.snap,
             seeds=seeds,
             exclude=X_cur,
+            pending=ctx.X_pending() if ctx.pending else None,
             accept=accept,
             n_candidates=n_candidates,
         )

@@ -344,7 +344,7 @@ def test_clone_and_pickle_round_trip(iris):
     assert restored.best_params_ == search.best_params_
 
 
-def test_same_params_for_n_jobs_1_and_2():
+def test_same_params_for_n_jobs_1_and_2_when_synchronous():
     X, y = make_regression(n_samples=40, n_features=3, random_state=0)
     results = []
     for n_jobs in (1, 2):
@@ -355,6 +355,7 @@ def test_same_params_for_n_jobs_1_and_2():
             n_initial_points=3,
             cv=3,
             n_jobs=n_jobs,
+            asynchronous=False,
             random_state=42,
         ).fit(X, y)
         results.append(search.cv_results_["params"])

@@ -432,7 +432,8 @@ def test_prior_runs_are_read_on_the_journal_connection(tmp_path, monkeypatch):
     assert len(opened) == 1
 
 
-def test_batches_and_finite_spaces(tmp_path):
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_batches_and_finite_spaces(tmp_path, asynchronous):
     X, y, _ = _task(np.random.default_rng(2), 30)
     space = {"a": Categorical([0.1, 1.0, 10.0]), "b": [0.2, 0.8]}
     search = TransferBayesSearchCV(
@@ -443,11 +444,13 @@ def test_batches_and_finite_spaces(tmp_path):
         cv=2,
         random_state=0,
         n_jobs=4,
+        asynchronous=asynchronous,
     )
-    # 4 workers over 2 folds: two trials per batch
     with parallel_backend("threading"), pytest.warns(UserWarning, match="only 6"):
         search.fit(X, y)
-    assert list(search.cv_results_["iter"]) == [0, 0, 1, 1, 2, 2]
+    if not asynchronous:
+        # 4 workers over 2 folds: two trials per batch
+        assert list(search.cv_results_["iter"]) == [0, 0, 1, 1, 2, 2]
     params = search.cv_results_["params"]
     # the space has 6 points: all evaluated once, then the search stops
     assert len(params) == 6

@@ -1,0 +1,310 @@
+"""The asynchronous ask/tell loop every strategy runs in.
+
+Workers stay busy: whenever fewer folds are left to run than there are
+workers, the strategy is asked for the next trials, with the trials still
+running in ``ctx.pending`` (strategies condition their proposals on them,
+Snoek et al. 2012, section 3.3). The moment the last fold of a trial
+finishes, the trial is recorded: committed to the store, then appended to
+``ctx.trials``. A trial past ``trial_timeout`` is stopped and recorded as
+failed with the reason; at ``max_time`` the running trials are stopped and
+left unrecorded (a resumed run proposes again), and the final trials a
+strategy asks for (``_finalize``) get a short grace period.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._failures import raise_if_all_failed
+from ._trial import SearchContext, Trial
+from ._workers import Workers
+
+__all__ = ["FINAL_GRACE", "SearchLoop", "final_deadline"]
+
+#: Share of ``max_time`` (at least ``_MIN_GRACE`` seconds) that the final
+#: trials of a strategy (FABOLAS's full-data evaluation) may run past it.
+FINAL_GRACE = 0.1
+_MIN_GRACE = 1.0
+
+
+def final_deadline(max_time: float | None) -> float:
+    """Seconds after the start by which the final trials must be done."""
+    if max_time is None:
+        return math.inf
+    return max_time + max(_MIN_GRACE, FINAL_GRACE * max_time)
+
+
+@dataclass
+class _Running:
+    trial: Trial
+    position: int | None
+    outs: list
+    started: float
+    deadline: float
+    n_left: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.n_left = len(self.outs)
+
+
+class SearchLoop:
+    """Ask, evaluate and record until the budget is spent.
+
+    Parameters
+    ----------
+    search : BaseBayesSearchCV
+        Its ``_ask`` and ``_finalize`` hooks propose the trials.
+    ctx : SearchContext
+        Shared with the strategy; ``ctx.pending`` holds the running trials.
+    evaluator : TrialEvaluator
+        Turns a trial into one job per split.
+    workers : Workers
+        Runs the jobs.
+    commit : callable
+        ``commit(trial, outs, position, finish) -> record`` writes a finished
+        trial to the store, at once.
+    publish : callable
+        ``publish(record, outs)`` hands a committed trial to the strategy
+        (``ctx.trials``) and to ``cv_results_``: at once when asynchronous,
+        else when its whole batch is in, in proposal order.
+    claim_position : callable
+        Returns the trial's place in the run, claimed when it is proposed (a
+        resumed search lists its trials in this order; cooperating searches
+        share the budget through it).
+    fit_kwargs : callable
+        ``fit_kwargs(n)``: scikit-learn callback arguments of ``n`` fits.
+    failed_out : callable
+        ``failed_out(test_indices, seconds, message)``: the per-split result
+        of a fit stopped at its deadline.
+    trial_timeout : float or None
+        Seconds a trial may run.
+    n_points : int or None
+        Trials per proposal; ``None`` asks for as many as keep the workers
+        busy.
+    stop_on_timeout : bool
+        Raise instead of recording a late trial (``error_score="raise"``).
+    asynchronous : bool
+        Propose whenever a worker would idle; else propose a batch, wait for
+        all of it, and propose again (the trials then depend neither on
+        ``n_jobs`` nor on which fit finishes first).
+    """
+
+    def __init__(
+        self,
+        search: Any,
+        ctx: SearchContext,
+        evaluator: Any,
+        workers: Workers,
+        *,
+        commit: Callable[[Trial, list, int | None, float], Any],
+        publish: Callable[[Any, list], None],
+        claim_position: Callable[[], int | None],
+        fit_kwargs: Callable[[int], list[dict]],
+        failed_out: Callable[[Any, float, str], dict],
+        trial_timeout: float | None,
+        n_points: int | None,
+        stop_on_timeout: bool,
+        asynchronous: bool = True,
+    ) -> None:
+        self.search = search
+        self.ctx = ctx
+        self.evaluator = evaluator
+        self.workers = workers
+        self.commit = commit
+        self.publish = publish
+        self.claim_position = claim_position
+        self.fit_kwargs = fit_kwargs
+        self.failed_out = failed_out
+        self.trial_timeout = trial_timeout
+        self.n_points = n_points
+        self.stop_on_timeout = stop_on_timeout
+        self.asynchronous = asynchronous
+        self._running: dict[int, _Running] = {}
+        self._next_id = 0
+        # committed trials of the current synchronous batch, not yet published
+        self._batch: dict[int, tuple[Any, list]] = {}
+
+    # ------------------------------------------------------------------
+    def run(self) -> None:
+        """The search: fill the workers, collect, repeat; then the final trials."""
+        ctx = self.ctx
+        asking = True
+        while True:
+            if asking:
+                asking = self._fill()
+            if not self._running:
+                break
+            self._collect(self.workers.wait(self._wait_timeout(self._stop_at())))
+            self._expire()
+            if time.perf_counter() >= self.ctx.start_time + self._stop_at():
+                # max_time is a promise: running trials are stopped, not
+                # waited for; none of them is recorded
+                self._abandon()
+                asking = False
+        final = self.search._finalize(ctx)
+        if final:
+            self._submit(final)
+            grace = final_deadline(ctx.max_time)
+            while self._running:
+                self._collect(self.workers.wait(self._wait_timeout(grace)))
+                self._expire(final=True)
+        raise_if_all_failed(ctx, at_end=True)
+
+    # ------------------------------------------------------------------
+    def _stop_at(self) -> float:
+        """Seconds after the start at which running trials are stopped: at
+        ``max_time``, or at the end of the grace period while no trial has
+        finished yet (so that a result exists whenever a fit can finish)."""
+        max_time = self.ctx.max_time
+        if max_time is None:
+            return math.inf
+        return max_time if self.ctx.trials else final_deadline(max_time)
+
+    def _folds_left(self) -> int:
+        return sum(r.n_left for r in self._running.values())
+
+    def _wants_work(self) -> bool:
+        if not self.asynchronous:
+            return not self._running
+        return self._folds_left() < self.workers.n_workers
+
+    def _fill(self) -> bool:
+        """Ask for trials while a worker would otherwise idle; False once the
+        strategy or the budget has nothing more to give."""
+        ctx = self.ctx
+        while self._wants_work():
+            n_free = ctx.n_remaining()
+            started = bool(ctx.trials or self._running)
+            # the first trials run whatever max_time says, so a result exists
+            if n_free <= 0 or (started and ctx.time_left() <= 0):
+                return False
+            trials = self.search._ask(ctx, min(self._batch_size(), n_free))[:n_free]
+            if not trials:
+                # a strategy may wait for running trials before it proposes
+                return bool(self._running)
+            self._submit(trials)
+        return True
+
+    def _batch_size(self) -> int:
+        if self.n_points is not None:
+            return int(self.n_points)
+        # enough trials for every worker: each trial runs n_splits folds
+        idle = self.workers.n_workers - self._folds_left()
+        return max(1, math.ceil(idle / self.ctx.n_splits))
+
+    def _submit(self, trials: list[Trial]) -> None:
+        ctx = self.ctx
+        for trial in trials:
+            tid = self._next_id
+            self._next_id += 1
+            start = time.perf_counter()
+            jobs = self.evaluator.fold_jobs(
+                trial.params,
+                trial.fraction,
+                self.fit_kwargs(ctx.n_splits),
+                candidate_progress=(len(ctx.trials) + len(ctx.pending), ctx.budget),
+            )
+            timeout = math.inf if self.trial_timeout is None else self.trial_timeout
+            self._running[tid] = _Running(
+                trial,
+                self.claim_position(),
+                [None] * len(jobs),
+                start,
+                start + timeout,
+            )
+            ctx.pending.append(trial)
+            for k, (func, kwargs) in enumerate(jobs):
+                self.workers.submit((tid, k), func, kwargs)
+
+    def _collect(self, results: list) -> None:
+        finished = []
+        for (tid, k), out in results:
+            running = self._running.get(tid)
+            if running is None:  # stopped at a deadline meanwhile
+                continue
+            running.outs[k] = out
+            running.n_left -= 1
+            if running.n_left == 0:
+                finished.append(tid)
+        finish = time.perf_counter()
+        # trials finishing together are recorded in proposal order
+        for tid in sorted(finished):
+            self._finish(tid, self._running[tid].outs, finish)
+
+    def _finish(self, tid: int, outs: list, finish: float) -> None:
+        running = self._running.pop(tid)
+        self.ctx.pending.remove(running.trial)
+        record = self.commit(running.trial, outs, running.position, finish)
+        self._batch[tid] = (record, outs)
+        if self.asynchronous or not self._running:
+            self._publish_batch()
+
+    def _publish_batch(self) -> None:
+        for tid in sorted(self._batch):
+            self.publish(*self._batch[tid])
+        self._batch.clear()
+        raise_if_all_failed(self.ctx)
+
+    def _wait_timeout(self, stop_at: float) -> float | None:
+        deadlines = [r.deadline for r in self._running.values()]
+        deadlines.append(self.ctx.start_time + stop_at)
+        soonest = min(deadlines, default=math.inf)
+        if not math.isfinite(soonest):
+            return None
+        return max(0.0, soonest - time.perf_counter())
+
+    def _expire(self, final: bool = False) -> None:
+        """Stop the trials past their deadline and record them as failed."""
+        now = time.perf_counter()
+        limit = math.inf
+        if final:
+            limit = self.ctx.start_time + final_deadline(self.ctx.max_time)
+        late = [
+            tid for tid, r in self._running.items() if min(r.deadline, limit) <= now
+        ]
+        if not late:
+            return
+        n_splits = self.ctx.n_splits
+        self.workers.discard({(tid, k) for tid in late for k in range(n_splits)})
+        for tid in late:
+            running = self._running[tid]
+            seconds = now - running.started
+            if running.deadline <= now:
+                reason = (
+                    f"The trial ran past trial_timeout={self.trial_timeout}s and "
+                    "was stopped."
+                )
+            else:
+                reason = (
+                    f"The final trial ran past max_time={self.ctx.max_time}s plus "
+                    "its grace period and was stopped."
+                )
+            if self.stop_on_timeout:
+                raise TimeoutError(f"{reason} Parameters: {running.trial.params!r}.")
+            outs = [
+                out
+                if out is not None
+                else self.failed_out(self.evaluator.splits[k][1], seconds, reason)
+                for k, out in enumerate(running.outs)
+            ]
+            self._finish(tid, outs, now)
+
+    def _abandon(self) -> None:
+        """Stop waiting for every running trial; none of them is recorded.
+
+        Their fits are left to finish (restarting worker processes would
+        delay the final trials); the workers' ``close`` ends any still
+        running when the search returns.
+        """
+        n_splits = self.ctx.n_splits
+        self.workers.discard(
+            {(tid, k) for tid in self._running for k in range(n_splits)}, stop=False
+        )
+        for running in self._running.values():
+            self.ctx.pending.remove(running.trial)
+        self._running.clear()
+        self._publish_batch()

@@ -1,0 +1,306 @@
+"""Workers that run fold fits and hand each back the moment it finishes.
+
+The search keeps every worker busy by proposing a trial whenever one frees
+up, so it needs futures rather than joblib's batch ``Parallel`` call. The
+workers follow joblib's active backend:
+
+- loky (the default) and multiprocessing: joblib's reusable memory-mapping
+  process executor (large arrays are memory-mapped, not copied per fit); a
+  fit past its deadline is stopped by ending the worker processes, and the
+  other running fits are started again;
+- ``joblib.parallel_backend("dask")``: the backend's distributed client,
+  with the data scattered to the workers once; a late fit is cancelled, and
+  a fit lost with its worker is resubmitted by the scheduler;
+- threading: a thread pool (a running fit cannot be stopped; the search
+  stops waiting for it);
+- one job and nothing to stop: fits run inline, one after the other;
+- any other backend: a batch through ``joblib.Parallel`` whenever the search
+  waits (synchronous, as scikit-learn's searches run).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from joblib import Parallel, delayed, effective_n_jobs
+from joblib.parallel import get_active_backend
+
+__all__ = ["Workers", "make_workers"]
+
+# A fit lost with its worker process (a crash, not an exception of the fit)
+# is started again this many times before the search gives up.
+_MAX_RESUBMITS = 3
+
+
+class Workers:
+    """Fold jobs in, finished results out.
+
+    Attributes
+    ----------
+    n_workers : int
+        Fits that run at the same time.
+    can_stop : bool
+        Whether :meth:`discard` stops a running fit (else it only stops
+        waiting for it).
+    """
+
+    n_workers: int = 1
+    can_stop: bool = False
+    #: Seconds it took to start the workers (processes import scikit-learn).
+    startup_seconds: float = 0.0
+
+    def submit(self, key: Hashable, func: Callable, kwargs: dict) -> None:
+        """Start ``func(**kwargs)``; its result comes back under ``key``."""
+        raise NotImplementedError
+
+    def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
+        """Results of the jobs that finished, waiting up to ``timeout`` seconds
+        for at least one (``None``: until one finishes).
+
+        An exception raised by a job (``error_score="raise"``) is raised here.
+        """
+        raise NotImplementedError
+
+    def discard(self, keys: set, stop: bool = True) -> None:
+        """Stop the jobs under ``keys`` (where the backend can), or with
+        ``stop=False`` only stop waiting for them: they finish unseen, and
+        :meth:`close` stops those still running."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the workers; no fit of this search runs after this."""
+
+
+class InlineWorkers(Workers):
+    """Run each job at once in this process (one job, nothing to stop)."""
+
+    def __init__(self) -> None:
+        self._done: deque = deque()
+
+    def submit(self, key: Hashable, func: Callable, kwargs: dict) -> None:
+        self._done.append((key, func(**kwargs)))
+
+    def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
+        done, self._done = list(self._done), deque()
+        return done
+
+    def discard(self, keys: set, stop: bool = True) -> None:
+        self._done = deque(item for item in self._done if item[0] not in keys)
+
+
+class BatchWorkers(Workers):
+    """Queue jobs and run the queue through ``joblib.Parallel`` on wait."""
+
+    def __init__(self, n_jobs: int | None, pre_dispatch: Any) -> None:
+        self.n_workers = max(1, effective_n_jobs(n_jobs))
+        self._parallel = Parallel(
+            n_jobs=n_jobs, pre_dispatch=pre_dispatch, return_as="generator_unordered"
+        )
+        self._queue: list = []
+
+    def submit(self, key: Hashable, func: Callable, kwargs: dict) -> None:
+        self._queue.append((key, func, kwargs))
+
+    def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
+        queue, self._queue = self._queue, []
+        return list(self._parallel(delayed(_tagged)(k, f, kw) for k, f, kw in queue))
+
+    def discard(self, keys: set, stop: bool = True) -> None:
+        self._queue = [job for job in self._queue if job[0] not in keys]
+
+
+def _tagged(key: Hashable, func: Callable, kwargs: dict) -> tuple[Hashable, Any]:
+    return key, func(**kwargs)
+
+
+class FutureWorkers(Workers):
+    """A ``concurrent.futures`` executor: a process or a thread pool."""
+
+    def __init__(self, n_workers: int, processes: bool) -> None:
+        self.n_workers = n_workers
+        self.can_stop = processes
+        self._processes = processes
+        self._executor = self._new_executor()
+        self._futures: dict[cf.Future, tuple[Hashable, Callable, dict, int]] = {}
+        # fits no longer waited for that may still be running
+        self._orphans: list[cf.Future] = []
+        if processes:
+            # started (and scikit-learn imported) before the first fit, so a
+            # deadline measures fits, not interpreter start-up
+            start = time.perf_counter()
+            list(self._executor.map(_warm_up, range(n_workers)))
+            self.startup_seconds = time.perf_counter() - start
+
+    def _new_executor(self) -> cf.Executor:
+        if self._processes:
+            from joblib.executor import get_memmapping_executor
+
+            return get_memmapping_executor(self.n_workers)
+        return cf.ThreadPoolExecutor(self.n_workers)
+
+    def submit(self, key: Hashable, func: Callable, kwargs: dict, tries: int = 0):
+        future = self._executor.submit(func, **kwargs)
+        self._futures[future] = (key, func, kwargs, tries)
+
+    def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
+        if not self._futures:
+            return []
+        done, _ = cf.wait(
+            list(self._futures), timeout=timeout, return_when=cf.FIRST_COMPLETED
+        )
+        out = []
+        for future in done:
+            key, func, kwargs, tries = self._futures.pop(future)
+            error = future.exception()
+            if error is None:
+                out.append((key, future.result()))
+            elif _worker_lost(error) and tries < _MAX_RESUBMITS:
+                # the process died under the fit, not the fit itself
+                if self._processes:
+                    self._executor = self._new_executor()
+                self.submit(key, func, kwargs, tries + 1)
+            else:
+                raise error
+        return out
+
+    def discard(self, keys: set, stop: bool = True) -> None:
+        mine = [f for f, job in self._futures.items() if job[0] in keys]
+        running = [f for f in mine if not f.cancel()]
+        for f in mine:
+            self._futures.pop(f)
+        if running and self._processes and stop:
+            self._restart()
+        else:
+            self._orphans.extend(running)
+
+    def _restart(self) -> None:
+        """End every worker process (the only way to stop a running fit) and
+        start the other unfinished jobs again."""
+        self._executor.shutdown(wait=True, kill_workers=True)
+        self._executor = self._new_executor()
+        unfinished = [(f, job) for f, job in self._futures.items() if not f.done()]
+        for f, (key, func, kwargs, tries) in unfinished:
+            self._futures.pop(f)
+            self.submit(key, func, kwargs, tries)
+
+    def close(self) -> None:
+        busy = [f for f in [*self._futures, *self._orphans] if not f.done()]
+        for f in busy:
+            f.cancel()
+        if self._processes:
+            if any(not f.done() for f in busy):
+                # a fit of this search is still running: end its process
+                self._executor.shutdown(wait=True, kill_workers=True)
+        else:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        self._futures.clear()
+        self._orphans.clear()
+
+
+class DaskWorkers(Workers):
+    """The distributed client of joblib's dask backend."""
+
+    can_stop = True
+
+    def __init__(self, client: Any, n_jobs: int | None) -> None:
+        self._client = client
+        self.n_workers = max(1, effective_n_jobs(n_jobs))
+        self._futures: dict[Any, Hashable] = {}
+        # large arguments (X, y, fit parameters) go to the workers once
+        self._scattered: dict[int, tuple[Any, Any]] = {}
+
+    def _scatter(self, value: Any) -> Any:
+        if not hasattr(value, "shape") or getattr(value, "nbytes", 0) < 1 << 16:
+            return value
+        key = id(value)
+        if key not in self._scattered:
+            remote = self._client.scatter(value, broadcast=True)
+            self._scattered[key] = (value, remote)
+        return self._scattered[key][1]
+
+    def submit(self, key: Hashable, func: Callable, kwargs: dict) -> None:
+        kwargs = {k: self._scatter(v) for k, v in kwargs.items()}
+        self._futures[self._client.submit(func, pure=False, **kwargs)] = key
+
+    def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
+        from distributed import wait
+
+        if not self._futures:
+            return []
+        try:
+            done, _ = wait(
+                list(self._futures), timeout=timeout, return_when="FIRST_COMPLETED"
+            )
+        except TimeoutError:
+            return []
+        out = []
+        for future in done:
+            key = self._futures.pop(future)
+            if future.status == "error":
+                raise future.exception()
+            out.append((key, future.result()))
+        return out
+
+    def discard(self, keys: set, stop: bool = True) -> None:
+        for future in [f for f, k in self._futures.items() if k in keys]:
+            future.cancel()
+            self._futures.pop(future)
+
+    def close(self) -> None:
+        for future in list(self._futures):
+            future.cancel()
+        self._futures.clear()
+
+
+def _warm_up(_: int) -> None:
+    import sklearn.model_selection._validation  # noqa: F401
+
+
+def _worker_lost(error: BaseException) -> bool:
+    """Whether ``error`` says the worker process died, not that the job failed."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        from joblib.externals.loky.process_executor import (
+            ShutdownExecutorError,
+            TerminatedWorkerError,
+        )
+    except ImportError:  # pragma: no cover - loky ships with joblib
+        return isinstance(error, BrokenProcessPool)
+    return isinstance(
+        error, BrokenProcessPool | TerminatedWorkerError | ShutdownExecutorError
+    )
+
+
+def make_workers(
+    n_jobs: int | None, pre_dispatch: Any = "2*n_jobs", need_stop: bool = False
+) -> Workers:
+    """Workers for joblib's active backend (see the module docstring).
+
+    Parameters
+    ----------
+    n_jobs : int or None
+        The search's ``n_jobs``, resolved as joblib resolves it.
+    pre_dispatch : int or str
+        Passed to ``joblib.Parallel`` for backends run in batches.
+    need_stop : bool
+        A deadline may have to stop a running fit (``trial_timeout`` or
+        ``max_time``): one job then runs in a worker process, not inline.
+    """
+    backend, _ = get_active_backend()
+    name = type(backend).__name__
+    n = max(1, effective_n_jobs(n_jobs))
+    if name == "DaskDistributedBackend":
+        return DaskWorkers(backend.client, n_jobs)
+    if name == "ThreadingBackend":
+        return FutureWorkers(n, processes=False)
+    if name in ("LokyBackend", "MultiprocessingBackend", "SequentialBackend"):
+        if n == 1 and not need_stop:
+            return InlineWorkers()
+        return FutureWorkers(n, processes=True)
+    return BatchWorkers(n_jobs, pre_dispatch)
+
