@@ -269,7 +269,11 @@ class SearchLoop:
         if not late:
             return
         n_splits = self.ctx.n_splits
-        self.workers.discard({(tid, k) for tid in late for k in range(n_splits)})
+        lost = self.workers.discard({(tid, k) for tid in late for k in range(n_splits)})
+        for tid, running in self._running.items():
+            if tid not in late:
+                # their fits started again with the workers
+                running.deadline += lost
         for tid in late:
             running = self._running[tid]
             seconds = now - running.started

@@ -65,10 +65,13 @@ class Workers:
         """
         raise NotImplementedError
 
-    def discard(self, keys: set, stop: bool = True) -> None:
+    def discard(self, keys: set, stop: bool = True) -> float:
         """Stop the jobs under ``keys`` (where the backend can), or with
         ``stop=False`` only stop waiting for them: they finish unseen, and
-        :meth:`close` stops those still running."""
+        :meth:`close` stops those still running.
+
+        Returns the seconds the other jobs lost (workers started again).
+        """
         raise NotImplementedError
 
     def close(self) -> None:
@@ -88,8 +91,9 @@ class InlineWorkers(Workers):
         done, self._done = list(self._done), deque()
         return done
 
-    def discard(self, keys: set, stop: bool = True) -> None:
+    def discard(self, keys: set, stop: bool = True) -> float:
         self._done = deque(item for item in self._done if item[0] not in keys)
+        return 0.0
 
 
 class BatchWorkers(Workers):
@@ -109,8 +113,9 @@ class BatchWorkers(Workers):
         queue, self._queue = self._queue, []
         return list(self._parallel(delayed(_tagged)(k, f, kw) for k, f, kw in queue))
 
-    def discard(self, keys: set, stop: bool = True) -> None:
+    def discard(self, keys: set, stop: bool = True) -> float:
         self._queue = [job for job in self._queue if job[0] not in keys]
+        return 0.0
 
 
 def _tagged(key: Hashable, func: Callable, kwargs: dict) -> tuple[Hashable, Any]:
@@ -167,25 +172,29 @@ class FutureWorkers(Workers):
                 raise error
         return out
 
-    def discard(self, keys: set, stop: bool = True) -> None:
+    def discard(self, keys: set, stop: bool = True) -> float:
         mine = [f for f, job in self._futures.items() if job[0] in keys]
         running = [f for f in mine if not f.cancel()]
         for f in mine:
             self._futures.pop(f)
         if running and self._processes and stop:
-            self._restart()
-        else:
-            self._orphans.extend(running)
+            return self._restart()
+        self._orphans.extend(running)
+        return 0.0
 
-    def _restart(self) -> None:
+    def _restart(self) -> float:
         """End every worker process (the only way to stop a running fit) and
-        start the other unfinished jobs again."""
+        start the other unfinished jobs again; returns the seconds it took."""
+        start = time.perf_counter()
         self._executor.shutdown(wait=True, kill_workers=True)
         self._executor = self._new_executor()
+        list(self._executor.map(_warm_up, range(self.n_workers)))
+        lost = time.perf_counter() - start
         unfinished = [(f, job) for f, job in self._futures.items() if not f.done()]
         for f, (key, func, kwargs, tries) in unfinished:
             self._futures.pop(f)
             self.submit(key, func, kwargs, tries)
+        return lost
 
     def close(self) -> None:
         busy = [f for f in [*self._futures, *self._orphans] if not f.done()]
@@ -245,10 +254,11 @@ class DaskWorkers(Workers):
             out.append((key, future.result()))
         return out
 
-    def discard(self, keys: set, stop: bool = True) -> None:
+    def discard(self, keys: set, stop: bool = True) -> float:
         for future in [f for f, k in self._futures.items() if k in keys]:
             future.cancel()
             self._futures.pop(future)
+        return 0.0
 
     def close(self) -> None:
         for future in list(self._futures):
@@ -303,4 +313,3 @@ def make_workers(
             return InlineWorkers()
         return FutureWorkers(n, processes=True)
     return BatchWorkers(n_jobs, pre_dispatch)
-

@@ -409,10 +409,23 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         return self._design
 
     def _random_points(self, ctx: SearchContext, n: int) -> np.ndarray:
-        U = ctx.space.sample(n, ctx.rng, method="random")
+        """Random points neither evaluated nor running (fewer once a finite
+        space runs out)."""
+        m = 16 * n
+        U = ctx.space.sample(m, ctx.rng, method="random")
         if self._n_extra:
-            U = np.hstack([U, ctx.rng.random((n, 1))])
-        return self._snap(ctx)(U)
+            U = np.hstack([U, ctx.rng.random((m, 1))])
+        U = self._snap(ctx)(U)
+        seen = {u.tobytes() for u in np.vstack([self._encode(ctx), self._pending(ctx)])}
+        keep = []
+        for i, u in enumerate(U):
+            if u.tobytes() not in seen and len(keep) < n:
+                seen.add(u.tobytes())
+                keep.append(i)
+        return U[keep]
+
+    def _pending(self, ctx: SearchContext) -> np.ndarray:
+        return self._encode(ctx, pending=True)
 
     # ------------------------------------------------------------------
     # ask
@@ -480,7 +493,7 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
             snap=self._snap(ctx),
             seeds=seeds,
             exclude=X,
-            pending=self._encode(ctx, pending=True) if ctx.pending else None,
+            pending=self._pending(ctx) if ctx.pending else None,
         )
         if not len(U):
             return []

@@ -1,0 +1,228 @@
+"""The asynchronous loop: busy workers, pending trials, deadlines, max_time."""
+
+import os
+import time
+import warnings
+
+import numpy as np
+import pytest
+from joblib import parallel_backend
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.datasets import make_regression
+from sklearn.exceptions import FitFailedWarning
+
+from skbayes_search import (
+    BayesSearchCV,
+    Categorical,
+    FabolasSearchCV,
+    MultiStageBayesSearchCV,
+    Real,
+    TradeoffBayesSearchCV,
+    TransferBayesSearchCV,
+)
+
+X, Y = make_regression(n_samples=400, n_features=3, random_state=0)
+
+
+class Sleepy(RegressorMixin, BaseEstimator):
+    """Fits in ``pause`` seconds, or ``hang`` seconds when ``a > 1.5``; the
+    score is a known function of ``a`` and ``b``. Writes its pid to ``pids``
+    (a directory) when it hangs, so a test can see the process is gone."""
+
+    def __init__(self, a=1.0, b=0.5, pause=0.0, hang=0.0, pids=None):
+        self.a = a
+        self.b = b
+        self.pause = pause
+        self.hang = hang
+        self.pids = pids
+
+    def fit(self, X, y=None):
+        if self.hang and self.a > 1.5:
+            if self.pids is not None:
+                open(os.path.join(self.pids, str(os.getpid())), "w").close()
+            time.sleep(self.hang)
+        elif self.pause:
+            time.sleep(self.pause)
+        return self
+
+    def score(self, X, y=None):
+        return -((self.a - 1.0) ** 2) - (self.b - 0.5) ** 2
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie child of this process counts as ended
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_dead(pids, seconds=10.0):
+    end = time.monotonic() + seconds
+    while any(_alive(p) for p in pids) and time.monotonic() < end:
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+class Recording(BayesSearchCV):
+    """Records how many trials were running at each proposal."""
+
+    def _ask(self, ctx, n_slots):
+        type(self).pending_seen.append(len(ctx.pending))
+        return super()._ask(ctx, n_slots)
+
+
+@pytest.mark.parametrize("asynchronous", [True, False])
+def test_proposals_see_the_running_trials_only_when_asynchronous(asynchronous):
+    Recording.pending_seen = []
+    search = Recording(
+        Sleepy(pause=0.05),
+        {"a": Real(0.1, 2.0), "b": Real(0.0, 1.0)},
+        n_iter=10,
+        n_initial_points=3,
+        hyperparameter_sampling="map",
+        cv=2,
+        n_jobs=4,
+        asynchronous=asynchronous,
+        random_state=0,
+    )
+    with parallel_backend("threading", n_jobs=4):
+        search.fit(X, Y)
+    assert len(search.cv_results_["params"]) == 10
+    if asynchronous:
+        # four workers, two folds a trial: proposals made while others run
+        assert max(Recording.pending_seen) >= 1
+    else:
+        assert max(Recording.pending_seen) == 0
+
+
+FINITE = {"a": Categorical([0.5, 1.0, 2.0]), "b": Categorical([0.2, 0.8])}
+
+
+def _strategy(name, tmp_path):
+    common = dict(cv=2, n_jobs=4, random_state=0)
+    if name == "bayes":
+        return BayesSearchCV(Sleepy(pause=0.02), FINITE, n_iter=6, **common)
+    if name == "multistage":
+        return MultiStageBayesSearchCV(
+            Sleepy(pause=0.02), FINITE, n_iter=(6, 3), top_k=2, **common
+        )
+    if name == "fabolas":
+        return FabolasSearchCV(
+            Sleepy(pause=0.02),
+            FINITE,
+            n_iter=8,
+            n_initial_points=4,
+            n_representers=5,
+            n_hyper_samples=2,
+            min_resources=10,
+            **common,
+        )
+    if name == "tradeoff":
+        return TradeoffBayesSearchCV(
+            Sleepy(pause=0.02), FINITE, n_iter=8, fractions=(0.5, 1.0), **common
+        )
+    return TransferBayesSearchCV(
+        Sleepy(pause=0.02), FINITE, store=tmp_path / "t.sqlite", n_iter=6, **common
+    )
+
+
+STRATEGIES = ["bayes", "multistage", "fabolas", "tradeoff", "transfer"]
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_no_strategy_proposes_a_running_trial_again(name, tmp_path):
+    search = _strategy(name, tmp_path)
+    with parallel_backend("threading", n_jobs=4), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search.fit(X, Y)
+    res = search.cv_results_
+    keys = [
+        (tuple(sorted(p.items())), round(float(f), 9))
+        for p, f in zip(res["params"], res["resource_fraction"])
+    ]
+    assert len(keys) == len(set(keys)), keys
+    assert len(keys) >= 4
+
+
+def test_a_trial_past_trial_timeout_is_stopped_and_recorded(tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    search = BayesSearchCV(
+        Sleepy(hang=60.0, pids=str(pids)),
+        {"a": Categorical([0.5, 1.0, 2.0, 3.0])},
+        n_iter=4,
+        cv=2,
+        trial_timeout=1.0,
+        random_state=0,
+    )
+    with pytest.warns(FitFailedWarning, match="trial_timeout=1.0s"):
+        search.fit(X, Y)
+    res = search.cv_results_
+    scores = dict(zip([p["a"] for p in res["params"]], res["mean_test_score"]))
+    # the two hanging configurations failed, the search went on
+    assert np.isnan(scores[2.0]) and np.isnan(scores[3.0])
+    assert np.isfinite(scores[0.5]) and np.isfinite(scores[1.0])
+    assert search.best_params_ == {"a": 1.0}
+    started = [int(p.name) for p in pids.iterdir()]
+    assert started
+    # the processes that ran the hanging fits were ended
+    assert _wait_dead(started) == []
+
+
+def test_max_time_stops_a_hanging_first_trial(tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    search = BayesSearchCV(
+        Sleepy(hang=60.0, pids=str(pids)),
+        {"a": Categorical([2.0, 3.0])},
+        n_iter=2,
+        cv=2,
+        max_time=1.0,
+        random_state=0,
+    )
+    # no trial can finish: the search ends with an error, not after 60 s
+    with pytest.raises(ValueError, match="No trial finished within max_time"):
+        search.fit(X, Y)
+    started = [int(p.name) for p in pids.iterdir()]
+    assert started
+    assert _wait_dead(started) == []
+
+
+def test_max_time_stops_running_trials_and_keeps_the_finished(tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    search = BayesSearchCV(
+        Sleepy(hang=60.0, pids=str(pids)),
+        # the design evaluates a = 0.5 and 1.0 before it reaches a hanging one
+        {"a": Categorical([0.5, 1.0, 2.0, 3.0])},
+        n_iter=4,
+        n_initial_points=4,
+        cv=2,
+        max_time=3.0,
+        random_state=0,
+    )
+    search.fit(X, Y)
+    params = [p["a"] for p in search.cv_results_["params"]]
+    # the hanging trials were stopped unrecorded; the finished ones are kept
+    assert set(params) <= {0.5, 1.0}
+    assert params
+    assert _wait_dead([int(p.name) for p in pids.iterdir()]) == []
+
+
+def test_timeout_with_error_score_raise_raises():
+    search = BayesSearchCV(
+        Sleepy(hang=30.0),
+        {"a": Categorical([2.0])},
+        n_iter=1,
+        cv=2,
+        trial_timeout=0.5,
+        error_score="raise",
+    )
+    with pytest.raises(TimeoutError, match="trial_timeout"):
+        search.fit(X, Y)
