@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--n-iter",
         type=_number(int, lambda v: v >= 1, "must be at least 1"),
         default=None,
-        help="at most this many trials per method (default: the budget decides)",
+        help="at most this many trials per method; None: the budget decides",
     )
     parser.add_argument(
         "--n-jobs",

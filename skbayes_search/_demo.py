@@ -129,7 +129,7 @@ class Progress(threading.Thread):
             try:
                 from tqdm.auto import tqdm
 
-                fmt = "{desc} {bar} {n:.0f}/{total:.0f} s {postfix}"
+                fmt = "{desc} {bar} {n:.0f}/{total:.0f} s{postfix}"
                 self.bar = tqdm(total=budget, desc=f"{name:<22}", bar_format=fmt)
             except ImportError:
                 pass
@@ -154,7 +154,7 @@ class Progress(threading.Thread):
         n, best = len(self.trace.trials), self.trace.best_full()
         best_txt = "-" if math.isnan(best) else f"{best:.4f}"
         if self.bar is not None:
-            self.bar.n = min(now - self.trace.start, self.budget)
+            self.bar.n = now - self.trace.start  # may pass the budget
             self.bar.set_postfix_str(f"{n} trials, best on all rows {best_txt}")
             self.bar.refresh()
             return now
