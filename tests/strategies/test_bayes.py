@@ -493,53 +493,6 @@ def test_ei_per_second_pi_lcb_and_map_run(iris):
         assert np.isfinite(search.cv_results_["acquisition_value"][3:]).all()
 
 
-# --- Bad inputs: the underlying fit errors surface (regression tests) -------
-# With the default error_score (nan) every fit of these checks fails; the
-# search's error must carry the estimator's own message, as GridSearchCV's
-# does, so scikit-learn's checks recognise it.
-_FIT_ERROR_CHECKS = [
-    "check_classifiers_one_label",
-    "check_estimators_nan_inf",
-    "check_dtype_object",
-    "check_estimators_empty_data_messages",
-    "check_classifiers_regression_target",
-]
-
-
-@pytest.mark.parametrize("check_name", _FIT_ERROR_CHECKS)
-def test_fit_errors_reach_the_user(check_name, tmp_path):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.utils import estimator_checks
-
-    search = _default_error_score_search(LogisticRegression(), tmp_path)
-    getattr(estimator_checks, check_name)(type(search).__name__, search)
-
-
-def _default_error_score_search(estimator, tmp_path):
-    return BayesSearchCV(
-        estimator,
-        {"C": [0.1, 1.0]},
-        n_iter=3,
-        n_initial_points=2,
-        cv=2,
-        hyperparameter_sampling="map",
-        random_state=0,
-    )
-
-
-def test_all_failed_error_names_the_cause():
-    from sklearn.linear_model import LogisticRegression
-
-    X = np.random.default_rng(0).normal(size=(30, 2))
-    search = _default_error_score_search(LogisticRegression(), None)
-    with pytest.raises(
-        ValueError,
-        match=r"(?s)All the \d+ trials failed.*fits failed"
-        r" with the following error.*class",
-    ):
-        search.fit(X, np.zeros(30))
-
-
 def test_empty_space_evaluates_the_defaults_once():
     from sklearn.linear_model import LogisticRegression
 

@@ -454,42 +454,6 @@ def test_no_time_for_any_trial_still_evaluates_on_full_data(regression_data):
     assert search.stage_best_params_[1] == search.best_params_
 
 
-# --- Bad inputs: the underlying fit errors surface (regression tests) -------
-# With the default error_score (nan) every fit of these checks fails; the
-# search's error must carry the estimator's own message, as GridSearchCV's
-# does, so scikit-learn's checks recognise it.
-_FIT_ERROR_CHECKS = [
-    "check_classifiers_one_label",
-    "check_estimators_nan_inf",
-    "check_dtype_object",
-    "check_estimators_empty_data_messages",
-    "check_classifiers_regression_target",
-]
-
-
-@pytest.mark.parametrize("check_name", _FIT_ERROR_CHECKS)
-def test_fit_errors_reach_the_user(check_name, tmp_path):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.utils import estimator_checks
-
-    search = _default_error_score_search(LogisticRegression(), tmp_path)
-    getattr(estimator_checks, check_name)(type(search).__name__, search)
-
-
-def _default_error_score_search(estimator, tmp_path):
-    return MultiStageBayesSearchCV(
-        estimator,
-        {"C": [0.1, 1.0]},
-        stages=(0.5, 1.0),
-        n_iter=(2, 2),
-        top_k=1,
-        n_initial_points=2,
-        cv=2,
-        hyperparameter_sampling="map",
-        random_state=0,
-    )
-
-
 def test_warns_on_a_first_stage_of_too_few_rows():
     from sklearn.linear_model import LogisticRegression
 

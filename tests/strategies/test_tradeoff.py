@@ -513,40 +513,6 @@ def test_bad_input_raises_before_any_fit(kwargs, name):
         search.fit(X, y)
 
 
-# --- Bad inputs: the underlying fit errors surface (regression tests) -------
-# With the default error_score (nan) every fit of these checks fails; the
-# search's error must carry the estimator's own message, as GridSearchCV's
-# does, so scikit-learn's checks recognise it.
-_FIT_ERROR_CHECKS = [
-    "check_classifiers_one_label",
-    "check_estimators_nan_inf",
-    "check_dtype_object",
-    "check_estimators_empty_data_messages",
-    "check_classifiers_regression_target",
-]
-
-
-@pytest.mark.parametrize("check_name", _FIT_ERROR_CHECKS)
-def test_fit_errors_reach_the_user(check_name, tmp_path):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.utils import estimator_checks
-
-    search = _default_error_score_search(LogisticRegression(), tmp_path)
-    getattr(estimator_checks, check_name)(type(search).__name__, search)
-
-
-def _default_error_score_search(estimator, tmp_path):
-    return TradeoffBayesSearchCV(
-        estimator,
-        {"C": [0.1, 1.0]},
-        n_iter=3,
-        n_initial_points=2,
-        cv=2,
-        hyperparameter_sampling="map",
-        random_state=0,
-    )
-
-
 def test_refit_on_a_fraction_subsets_a_precomputed_kernel():
     from sklearn.svm import SVC
 

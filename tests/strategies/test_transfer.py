@@ -516,39 +516,6 @@ def test_reusing_a_run_name_with_another_space_is_an_error(tmp_path):
     assert Counted.n_fits == 0
 
 
-# --- Bad inputs: the underlying fit errors surface (regression tests) -------
-# With the default error_score (nan) every fit of these checks fails; the
-# search's error must carry the estimator's own message, as GridSearchCV's
-# does, so scikit-learn's checks recognise it.
-_FIT_ERROR_CHECKS = [
-    "check_classifiers_one_label",
-    "check_estimators_nan_inf",
-    "check_dtype_object",
-    "check_estimators_empty_data_messages",
-    "check_classifiers_regression_target",
-]
-
-
-@pytest.mark.parametrize("check_name", _FIT_ERROR_CHECKS)
-def test_fit_errors_reach_the_user(check_name, tmp_path):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.utils import estimator_checks
-
-    search = _default_error_score_search(LogisticRegression(), tmp_path)
-    getattr(estimator_checks, check_name)(type(search).__name__, search)
-
-
-def _default_error_score_search(estimator, tmp_path):
-    return TransferBayesSearchCV(
-        estimator,
-        {"C": [0.1, 1.0]},
-        store=str(tmp_path / "runs.db"),
-        n_iter=3,
-        cv=2,
-        random_state=0,
-    )
-
-
 @pytest.mark.xfail(
     reason="the store refuses an empty unit-cube encoding x "
     "(_store_format._per_split); the kernel no longer crashes",
