@@ -366,15 +366,18 @@ def check_mapping(value: Any, field: str) -> Mapping:
     return value
 
 
-def _per_split(value: Any, field: str, kind: str) -> np.ndarray:
-    """Validate a non-empty 1-D sequence of numbers (``kind`` "f" or "i")."""
+def _per_split(
+    value: Any, field: str, kind: str, allow_empty: bool = False
+) -> np.ndarray:
+    """Validate a 1-D sequence of numbers (``kind`` "f" or "i"), non-empty
+    unless ``allow_empty``."""
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise TypeError(
             f"{field} must be a 1-D sequence of numbers, got {value!r:.80}"
         ) from None
-    if arr.ndim != 1 or arr.size == 0:
+    if arr.ndim != 1 or (arr.size == 0 and not allow_empty):
         raise ValueError(
             f"{field} must be a non-empty 1-D sequence of numbers, "
             f"got shape {arr.shape}"
@@ -402,7 +405,8 @@ def encode_trial(record: Any) -> dict[str, Any]:
     if not isinstance(params, Mapping):
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
 
-    x = _per_split(record["x"], "x", "f")
+    # a space of one fixed configuration has no coordinates
+    x = _per_split(record["x"], "x", "f", allow_empty=True)
     if not np.all(np.isfinite(x)):
         raise ValueError(f"x must be finite, got {x.tolist()}")
 

@@ -516,11 +516,6 @@ def test_reusing_a_run_name_with_another_space_is_an_error(tmp_path):
     assert Counted.n_fits == 0
 
 
-@pytest.mark.xfail(
-    reason="the store refuses an empty unit-cube encoding x "
-    "(_store_format._per_split); the kernel no longer crashes",
-    strict=False,
-)
 @pytest.mark.parametrize("space", [{"C": [1.0]}, {}])
 def test_a_single_configuration_is_evaluated(space, tmp_path):
     import warnings
