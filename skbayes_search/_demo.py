@@ -176,11 +176,11 @@ class Progress(threading.Thread):
         return now
 
 
-def _probe(model, params, X, y, train, test) -> float:
+def _probe(model, params, X_fit, y_fit, X_val, y_val) -> float:
     """Seconds of one fit and score (the unit a search's cost is made of)."""
     start = time.perf_counter()
-    est = clone(model).set_params(**params).fit(X[train], y[train])
-    accuracy_score(y[test], est.predict(X[test]))
+    est = clone(model).set_params(**params).fit(X_fit, y_fit)
+    accuracy_score(y_val, est.predict(X_val))
     return time.perf_counter() - start
 
 
@@ -196,11 +196,14 @@ def calibrate(model, X, y, n_workers: int, seed: int) -> tuple[float, float]:
     n_fit = len(y) * (CV - 1) // CV
     # A fraction f of a fold: f of its training rows, scored on f of its
     # validation rows, as halving's rungs are.
-    parts = [(idx[: n_fit // k], idx[n_fit:][: (len(y) - n_fit) // k]) for k in (3, 9)]
+    parts = []
+    for k in (3, 9):
+        fit, val = idx[: n_fit // k], idx[n_fit:][: (len(y) - n_fit) // k]
+        parts.append((X[fit], y[fit], X[val], y[val]))
     # The searches' own process pool: started here, so that no search pays
     # for starting it.
     times = Parallel(n_jobs=n_workers)(
-        delayed(_probe)(model, p, X, y, *part) for part in parts for p in settings
+        delayed(_probe)(model, p, *part) for part in parts for p in settings
     )
     t_third, t_ninth = np.mean(times[:N_PROBES]), np.mean(times[N_PROBES:])
     exponent = float(np.clip(math.log(t_third / t_ninth) / math.log(3), 1.0, 2.5))
