@@ -269,7 +269,9 @@ class SearchLoop:
         if not late:
             return
         n_splits = self.ctx.n_splits
-        lost = self.workers.discard({(tid, k) for tid in late for k in range(n_splits)})
+        # at the end, the workers' close ends the late fits: no restart
+        keys = {(tid, k) for tid in late for k in range(n_splits)}
+        lost = self.workers.discard(keys, stop=not final)
         for tid, running in self._running.items():
             if tid not in late:
                 # their fits started again with the workers

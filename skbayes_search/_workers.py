@@ -21,7 +21,9 @@ workers follow joblib's active backend:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -129,6 +131,7 @@ class FutureWorkers(Workers):
         self.n_workers = n_workers
         self.can_stop = processes
         self._processes = processes
+        self._context = f"skbayes-{uuid.uuid4().hex}"
         self._executor = self._new_executor()
         self._futures: dict[cf.Future, tuple[Hashable, Callable, dict, int]] = {}
         # fits no longer waited for that may still be running
@@ -141,11 +144,17 @@ class FutureWorkers(Workers):
             self.startup_seconds = time.perf_counter() - start
 
     def _new_executor(self) -> cf.Executor:
-        if self._processes:
-            from joblib.executor import get_memmapping_executor
+        if not self._processes:
+            return cf.ThreadPoolExecutor(self.n_workers)
+        from joblib._parallel_backends import LokyBackend
+        from joblib.executor import get_memmapping_executor
 
-            return get_memmapping_executor(self.n_workers)
-        return cf.ThreadPoolExecutor(self.n_workers)
+        # the thread limits joblib gives its own workers (no oversubscription),
+        # and a context of our own for the memory-mapped arrays
+        env = LokyBackend()._prepare_worker_env(n_jobs=self.n_workers)
+        return get_memmapping_executor(
+            self.n_workers, env=env, context_id=self._context
+        )
 
     def submit(self, key: Hashable, func: Callable, kwargs: dict, tries: int = 0):
         future = self._executor.submit(func, **kwargs)
@@ -186,7 +195,7 @@ class FutureWorkers(Workers):
         """End every worker process (the only way to stop a running fit) and
         start the other unfinished jobs again; returns the seconds it took."""
         start = time.perf_counter()
-        self._executor.shutdown(wait=True, kill_workers=True)
+        self._kill()
         self._executor = self._new_executor()
         list(self._executor.map(_warm_up, range(self.n_workers)))
         lost = time.perf_counter() - start
@@ -196,6 +205,26 @@ class FutureWorkers(Workers):
             self.submit(key, func, kwargs, tries)
         return lost
 
+    def _kill(self) -> None:
+        """End the worker processes (running fits with them)."""
+        hook = threading.excepthook
+
+        def quiet(args: threading.ExceptHookArgs) -> None:
+            # loky's manager thread tries to set an exception on the futures
+            # this search cancelled and fails loudly; nothing waits on them
+            if not (
+                isinstance(args.exc_value, cf.InvalidStateError)
+                and args.thread is not None
+                and args.thread.name == "ExecutorManagerThread"
+            ):
+                hook(args)
+
+        threading.excepthook = quiet
+        try:
+            self._executor.shutdown(wait=True, kill_workers=True)
+        finally:
+            threading.excepthook = hook
+
     def close(self) -> None:
         busy = [f for f in [*self._futures, *self._orphans] if not f.done()]
         for f in busy:
@@ -203,7 +232,14 @@ class FutureWorkers(Workers):
         if self._processes:
             if any(not f.done() for f in busy):
                 # a fit of this search is still running: end its process
-                self._executor.shutdown(wait=True, kill_workers=True)
+                self._kill()
+            # the memory-mapped copies of this search's arrays, as joblib's
+            # own backend removes them after each Parallel call
+            manager = getattr(self._executor, "_temp_folder_manager", None)
+            if manager is not None:
+                manager._clean_temporary_resources(
+                    context_id=self._context, force=False
+                )
         else:
             self._executor.shutdown(wait=False, cancel_futures=True)
         self._futures.clear()
