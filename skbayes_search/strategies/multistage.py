@@ -74,17 +74,12 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         of 10 % of ``max_time`` (at least 1 s), so a full-data result exists
         whenever those fits finish in it.
     trial_timeout : float, default=None
-        Seconds one trial (all its folds) may run. A trial past it is stopped
-        (its worker processes are ended; with the threading backend the search
-        only stops waiting) and recorded as failed with the reason, and the
-        search goes on. ``None`` means no limit.
+        Seconds one trial may run; a trial past it is stopped and recorded as
+        failed with the reason (user guide, "Budgets").
     asynchronous : bool, default=True
-        Propose the next trial the moment a worker would otherwise idle,
-        conditioned on the trials still running. ``False`` proposes
-        synchronous batches (of ``n_points`` trials where the strategy has
-        it, else enough to occupy ``n_jobs`` workers) and waits for each:
-        with a fixed ``random_state`` the trials then do not depend on which
-        fit finishes first (fit times still feed timing-dependent options).
+        Propose whenever a worker would idle, conditioned on the running
+        trials; ``False``: synchronous batches, whose trials do not depend on
+        which fit finishes first (user guide, "How a search runs").
     n_initial_points : int, default=5
         Sobol points of stage 1 before the GP proposes. Later stages start
         from their ``top_k`` hand-offs instead: their proposer's initial

@@ -113,17 +113,12 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         stopped (and not recorded) and the search ends; ``None`` means no
         time limit. The final refit is not included.
     trial_timeout : float, default=None
-        Seconds one trial (all its folds) may run. A trial past it is stopped
-        (its worker processes are ended; with the threading backend the search
-        only stops waiting) and recorded as failed with the reason, and the
-        search goes on. ``None`` means no limit.
+        Seconds one trial may run; a trial past it is stopped and recorded as
+        failed with the reason (user guide, "Budgets").
     asynchronous : bool, default=True
-        Propose the next trial the moment a worker would otherwise idle,
-        conditioned on the trials still running. ``False`` proposes
-        synchronous batches (of ``n_points`` trials where the strategy has
-        it, else enough to occupy ``n_jobs`` workers) and waits for each:
-        with a fixed ``random_state`` the trials then do not depend on which
-        fit finishes first (fit times still feed timing-dependent options).
+        Propose whenever a worker would idle, conditioned on the running
+        trials; ``False``: synchronous batches, whose trials do not depend on
+        which fit finishes first (user guide, "How a search runs").
     hyperparameter_sampling : {"mcmc", "map"}, default="mcmc"
         ``"mcmc"`` integrates the GP hyperparameters out by slice sampling;
         ``"map"`` uses a point estimate (cheaper, less robust early on).
