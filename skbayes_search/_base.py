@@ -18,7 +18,7 @@ from sklearn.model_selection import check_cv
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.model_selection._validation import _insert_error_scores
 from sklearn.utils import check_random_state, get_tags, indexable
-from sklearn.utils._param_validation import Interval, Options
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.metaestimators import _safe_split
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import (
@@ -34,6 +34,7 @@ from ._journal import SearchJournal, as_store
 from ._loop import SearchLoop
 from ._progress import progress_bar, report_trial
 from ._trial import SearchContext, Trial, TrialRecord
+from ._validation import COUNT, NON_EMPTY_STR
 from ._workers import make_workers
 from .space import SearchSpace
 from .storage import TrialStore
@@ -72,36 +73,6 @@ def shared_params(values: dict[str, Any]) -> dict[str, Any]:
     on to :class:`BaseBayesSearchCV` without writing them out again.
     """
     return {name: values[name] for name in SHARED_PARAMS}
-
-
-class _Count(Interval):
-    """An int in an interval, and not a bool (``Interval(numbers.Integral)``
-    takes ``True`` for 1, which as ``n_iter`` is always a mistake)."""
-
-    def is_satisfied_by(self, val: Any) -> bool:
-        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
-
-    def __str__(self) -> str:
-        return f"{super().__str__()} (not a bool)"
-
-
-class _NonEmptyStr(Options):
-    """A non-empty str: ``run_name=""`` would name no run (a new random name
-    each time, never resumable). (An ``Options`` subclass: scikit-learn
-    accepts only its own constraint classes.)"""
-
-    def __init__(self) -> None:
-        super().__init__(str, set())
-
-    def is_satisfied_by(self, val: Any) -> bool:
-        return isinstance(val, str) and val != ""
-
-    def __str__(self) -> str:
-        return "a non-empty str"
-
-
-#: A count of trials, iterations or points: an int >= 1, not a bool.
-COUNT = _Count(numbers.Integral, 1, None, closed="left")
 
 
 #: Private attributes scikit-learn's ``_fit_context`` sets during ``fit`` and
@@ -154,7 +125,7 @@ class BaseBayesSearchCV(BaseSearchCV):
         "asynchronous": ["boolean"],
         "random_state": ["random_state"],
         "store": [TrialStore, str, os.PathLike, None],
-        "run_name": [_NonEmptyStr(), None],
+        "run_name": [NON_EMPTY_STR, None],
     }
 
     def __init__(

@@ -1,13 +1,16 @@
-"""Checks several strategies share: subset fractions and small spaces."""
+"""Checks several strategies share: parameter constraints, subset fractions and
+small spaces."""
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, Options
 
-__all__ = ["check_fractions", "warn_if_space_small"]
+__all__ = ["COUNT", "NON_EMPTY_STR", "check_fractions", "warn_if_space_small"]
 
 
 def check_fractions(
@@ -88,3 +91,34 @@ def warn_if_space_small(
             UserWarning,
             stacklevel=stacklevel,
         )
+
+
+class _Count(Interval):
+    """An int in an interval, and not a bool (``Interval(numbers.Integral)``
+    takes ``True`` for 1, which as ``n_iter`` is always a mistake)."""
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} (not a bool)"
+
+
+class _NonEmptyStr(Options):
+    """A non-empty str: ``run_name=""`` would name no run (a new random name
+    each time, never resumable). (An ``Options`` subclass: scikit-learn
+    accepts only its own constraint classes.)"""
+
+    def __init__(self) -> None:
+        super().__init__(str, set())
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        return isinstance(val, str) and val != ""
+
+    def __str__(self) -> str:
+        return "a non-empty str"
+
+
+#: A count of trials, iterations or points: an int >= 1, not a bool.
+COUNT = _Count(numbers.Integral, 1, None, closed="left")
+NON_EMPTY_STR = _NonEmptyStr()

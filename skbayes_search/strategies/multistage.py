@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import COUNT, BaseBayesSearchCV, shared_params
+from .._base import BaseBayesSearchCV, shared_params
 from .._evaluate import subset_size
 from .._trial import SearchContext, Trial, TrialRecord
-from .._validation import check_fractions, warn_if_space_small
+from .._validation import COUNT, check_fractions, warn_if_space_small
 from .bayes import BayesProposer
 
 
