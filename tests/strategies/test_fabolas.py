@@ -238,8 +238,16 @@ def test_small_data_warns_and_runs_plain_bo_on_all_data(data):
 
 def test_parallel_slots_get_distinct_proposals(data):
     X, y = data
+    # synchronous batches (the asynchronous loop's distinct proposals are
+    # tested in tests/test_loop.py)
     search = FabolasSearchCV(
-        Synthetic(), SPACE, n_iter=8, n_initial_points=3, n_jobs=4, **SMALL
+        Synthetic(),
+        SPACE,
+        n_iter=8,
+        n_initial_points=3,
+        n_jobs=4,
+        asynchronous=False,
+        **SMALL,
     )
     with parallel_backend("threading", n_jobs=4):
         search.fit(X, y)
