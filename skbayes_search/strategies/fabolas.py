@@ -377,11 +377,8 @@ class FabolasSearchCV(BaseBayesSearchCV):
         configuration of a finite space has been evaluated or is running."""
         if not self.fallback_ or not np.isfinite(ctx.space.cardinality):
             return False
-        running = [t.params for t in getattr(ctx, "pending", [])]
-        X = ctx.X()
-        if running:
-            X = np.vstack([X, ctx.space.to_unit(running)])
-        return len({x.tobytes() for x in X}) >= ctx.space.cardinality
+        seen = np.vstack([ctx.X(), ctx.X_pending()])
+        return len({x.tobytes() for x in seen}) >= ctx.space.cardinality
 
     def _design_trials(
         self, ctx: SearchContext, n_slots: int, it: int, pending: list[int]
@@ -396,15 +393,12 @@ class FabolasSearchCV(BaseBayesSearchCV):
             positions = pending[:n_slots]
             params_list = [self._design_params[i] for i in positions]
         else:
-            # too few successes for a model: keep exploring at random
-            U = ctx.space.sample(n_slots, ctx.rng, method="random")
-            if self.fallback_ and np.isfinite(ctx.space.cardinality):
-                # on all data a configuration evaluated once is done: draw
-                # among the others (a small finite space repeats them)
-                seen = {x.tobytes() for x in ctx.X()}
-                more = ctx.space.sample(16 * n_slots, ctx.rng, method="random")
-                fresh = {x.tobytes(): x for x in more if x.tobytes() not in seen}
-                U = np.array(list(fresh.values())[:n_slots]).reshape(-1, U.shape[1])
+            # too few successes for a model: keep exploring at random, among
+            # configurations neither evaluated nor running
+            seen = {x.tobytes() for x in np.vstack([ctx.X(), ctx.X_pending()])}
+            more = ctx.space.sample(16 * n_slots, ctx.rng, method="random")
+            fresh = {x.tobytes(): x for x in more if x.tobytes() not in seen}
+            U = np.array(list(fresh.values())[:n_slots]).reshape(-1, ctx.space.n_dims)
             params_list = ctx.space.from_unit(U)
             positions = range(len(ctx.trials), len(ctx.trials) + n_slots)
         fractions = check_fractions(self.initial_fractions, "initial_fractions")
