@@ -302,14 +302,13 @@ class SearchLoop:
     def _abandon(self) -> None:
         """Stop waiting for every running trial; none of them is recorded.
 
-        Their fits are left to finish (restarting worker processes would
-        delay the final trials); the workers' ``close`` ends any still
-        running when the search returns.
+        Their fits are left to finish (starting worker processes afresh would
+        eat the final trials' grace period); the workers' ``close`` ends any
+        still running when the search returns.
         """
         n_splits = self.ctx.n_splits
-        self.workers.discard(
-            {(tid, k) for tid in self._running for k in range(n_splits)}, stop=False
-        )
+        keys = {(tid, k) for tid in self._running for k in range(n_splits)}
+        self.workers.discard(keys, stop=False)
         for running in self._running.values():
             self.ctx.pending.remove(running.trial)
         self._running.clear()

@@ -21,7 +21,6 @@ workers follow joblib's active backend:
 from __future__ import annotations
 
 import concurrent.futures as cf
-import threading
 import time
 import uuid
 from collections import deque
@@ -183,12 +182,18 @@ class FutureWorkers(Workers):
 
     def discard(self, keys: set, stop: bool = True) -> float:
         mine = [f for f, job in self._futures.items() if job[0] in keys]
-        running = [f for f in mine if not f.cancel()]
         for f in mine:
             self._futures.pop(f)
-        if running and self._processes and stop:
+        if not self._processes:
+            self._orphans.extend(f for f in mine if not f.cancel())
+            return 0.0
+        # a process pool's futures are never cancelled: loky's manager thread
+        # dies on a cancelled one while shutting down, leaving its workers
+        # alive (and the interpreter waiting for them at exit)
+        unfinished = [f for f in mine if not f.done()]
+        if unfinished and stop:
             return self._restart()
-        self._orphans.extend(running)
+        self._orphans.extend(unfinished)
         return 0.0
 
     def _restart(self) -> float:
@@ -207,30 +212,12 @@ class FutureWorkers(Workers):
 
     def _kill(self) -> None:
         """End the worker processes (running fits with them)."""
-        hook = threading.excepthook
-
-        def quiet(args: threading.ExceptHookArgs) -> None:
-            # loky's manager thread tries to set an exception on the futures
-            # this search cancelled and fails loudly; nothing waits on them
-            if not (
-                isinstance(args.exc_value, cf.InvalidStateError)
-                and args.thread is not None
-                and args.thread.name == "ExecutorManagerThread"
-            ):
-                hook(args)
-
-        threading.excepthook = quiet
-        try:
-            self._executor.shutdown(wait=True, kill_workers=True)
-        finally:
-            threading.excepthook = hook
+        self._executor.shutdown(wait=True, kill_workers=True)
 
     def close(self) -> None:
         busy = [f for f in [*self._futures, *self._orphans] if not f.done()]
-        for f in busy:
-            f.cancel()
         if self._processes:
-            if any(not f.done() for f in busy):
+            if busy:
                 # a fit of this search is still running: end its process
                 self._kill()
             # the memory-mapped copies of this search's arrays, as joblib's
@@ -241,6 +228,8 @@ class FutureWorkers(Workers):
                     context_id=self._context, force=False
                 )
         else:
+            for f in busy:
+                f.cancel()
             self._executor.shutdown(wait=False, cancel_futures=True)
         self._futures.clear()
         self._orphans.clear()
