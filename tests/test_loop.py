@@ -69,6 +69,18 @@ def _wait_dead(pids, seconds=10.0):
     return [p for p in pids if _alive(p)]
 
 
+def _pid_dir(tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    return pids
+
+
+def _assert_hanging_fits_ended(pids):
+    started = [int(p.name) for p in pids.iterdir()]
+    assert started
+    assert _wait_dead(started) == []
+
+
 class Recording(BayesSearchCV):
     """Records how many trials were running at each proposal."""
 
@@ -151,8 +163,7 @@ def test_no_strategy_proposes_a_running_trial_again(name, tmp_path):
 
 
 def test_a_trial_past_trial_timeout_is_stopped_and_recorded(tmp_path):
-    pids = tmp_path / "pids"
-    pids.mkdir()
+    pids = _pid_dir(tmp_path)
     search = BayesSearchCV(
         Sleepy(hang=60.0, pids=str(pids)),
         {"a": Categorical([0.5, 1.0, 2.0, 3.0])},
@@ -169,15 +180,12 @@ def test_a_trial_past_trial_timeout_is_stopped_and_recorded(tmp_path):
     assert np.isnan(scores[2.0]) and np.isnan(scores[3.0])
     assert np.isfinite(scores[0.5]) and np.isfinite(scores[1.0])
     assert search.best_params_ == {"a": 1.0}
-    started = [int(p.name) for p in pids.iterdir()]
-    assert started
     # the processes that ran the hanging fits were ended
-    assert _wait_dead(started) == []
+    _assert_hanging_fits_ended(pids)
 
 
 def test_max_time_stops_a_hanging_first_trial(tmp_path):
-    pids = tmp_path / "pids"
-    pids.mkdir()
+    pids = _pid_dir(tmp_path)
     search = BayesSearchCV(
         Sleepy(hang=60.0, pids=str(pids)),
         {"a": Categorical([2.0, 3.0])},
@@ -189,14 +197,11 @@ def test_max_time_stops_a_hanging_first_trial(tmp_path):
     # no trial can finish: the search ends with an error, not after 60 s
     with pytest.raises(ValueError, match="No trial finished within max_time"):
         search.fit(X, Y)
-    started = [int(p.name) for p in pids.iterdir()]
-    assert started
-    assert _wait_dead(started) == []
+    _assert_hanging_fits_ended(pids)
 
 
 def test_max_time_stops_running_trials_and_keeps_the_finished(tmp_path):
-    pids = tmp_path / "pids"
-    pids.mkdir()
+    pids = _pid_dir(tmp_path)
     search = BayesSearchCV(
         Sleepy(hang=60.0, pids=str(pids)),
         # the design evaluates a = 0.5 and 1.0 before it reaches a hanging one
