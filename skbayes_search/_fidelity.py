@@ -1,0 +1,170 @@
+"""Whether scores on small subsets can be trusted: rank agreement across sizes.
+
+Subset methods assume that a configuration good on a few rows is good on
+all of them. Where learning curves cross (an RBF SVC with a large ``C`` is
+among the worst on 70 rows and the best on 50,000) that assumption misleads
+every method built on it. The one test used throughout the package: take the
+configurations evaluated at two subset sizes, and measure how well their
+order at the smaller size predicts their order at the larger one (Kendall's
+tau-b). A size is *trusted* when every measured agreement at it and above
+is at least :data:`AGREEMENT_THRESHOLD`; sizes below the largest untrusted
+one are not used to choose configurations.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import kendalltau
+
+__all__ = [
+    "AGREEMENT_THRESHOLD",
+    "MIN_PAIRS",
+    "Agreement",
+    "agreement_by_level",
+    "rank_agreement",
+    "smallest_trusted_level",
+]
+
+#: Kendall's tau below which a smaller subset size is taken to mislead. Under
+#: no relation, tau has a standard deviation of about 0.3 for 6 pairs, so a
+#: real agreement (easy tasks measure 0.6 to 0.9) rarely falls below it while
+#: crossing learning curves (negative tau) always do.
+AGREEMENT_THRESHOLD = 0.3
+#: Fewest configurations evaluated at both sizes before agreement is judged.
+MIN_PAIRS = 5
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Rank agreement of one subset size with the next larger one evaluated.
+
+    Attributes
+    ----------
+    level : int
+        The smaller size's level (its index in the caller's ascending sizes).
+    tau : float
+        Kendall's tau-b of the paired scores (NaN when undefined).
+    n_pairs : int
+        Configurations evaluated at both sizes.
+    """
+
+    level: int
+    tau: float
+    n_pairs: int
+
+    @property
+    def judged(self) -> bool:
+        """Whether there are enough pairs to judge the agreement."""
+        return self.n_pairs >= MIN_PAIRS and not math.isnan(self.tau)
+
+    @property
+    def misleads(self) -> bool:
+        """Judged, and below :data:`AGREEMENT_THRESHOLD`."""
+        return self.judged and self.tau < AGREEMENT_THRESHOLD
+
+
+def rank_agreement(low: Sequence[float], high: Sequence[float]) -> float:
+    """Kendall's tau-b between paired scores at a smaller and a larger size.
+
+    Parameters
+    ----------
+    low, high : sequence of float
+        Scores of the same configurations, in the same order. Pairs with a
+        non-finite score are dropped.
+
+    Returns
+    -------
+    tau : float
+        In [-1, 1]; NaN with fewer than 3 finite pairs or when either side
+        is constant.
+
+    Examples
+    --------
+    >>> rank_agreement([0.6, 0.7, 0.8, 0.9], [0.70, 0.75, 0.80, 0.85])
+    1.0
+    >>> rank_agreement([0.6, 0.7, 0.8, 0.9], [0.85, 0.80, 0.75, 0.70])
+    -1.0
+    """
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    ok = np.isfinite(low) & np.isfinite(high)
+    low, high = low[ok], high[ok]
+    if low.size < 3 or np.ptp(low) == 0 or np.ptp(high) == 0:
+        return math.nan
+    return float(kendalltau(low, high).statistic)
+
+
+def agreement_by_level(
+    keys: Sequence[Hashable], levels: Sequence[int], scores: Sequence[float]
+) -> dict[int, Agreement]:
+    """Agreement of each level with the next larger level of the same configurations.
+
+    Parameters
+    ----------
+    keys : sequence of hashable
+        Configuration of each evaluation (equal keys: the same configuration).
+    levels : sequence of int
+        Subset-size level of each evaluation (larger: more rows).
+    scores : sequence of float
+        Score of each evaluation (higher is better); non-finite scores
+        (failed fits) are ignored. A configuration evaluated twice at one
+        level keeps its last score.
+
+    Returns
+    -------
+    agreements : dict of int to Agreement
+        For every level below the largest, pairs each configuration's score
+        there with its score at the next larger level it was evaluated at.
+
+    Examples
+    --------
+    >>> keys = ["a", "b", "c", "d", "e"] * 2
+    >>> levels = [0] * 5 + [1] * 5
+    >>> scores = [0.5, 0.6, 0.7, 0.8, 0.9, 0.9, 0.8, 0.7, 0.6, 0.5]
+    >>> agreement_by_level(keys, levels, scores)[0].misleads
+    True
+    """
+    by_key: dict[Hashable, dict[int, float]] = defaultdict(dict)
+    for key, level, score in zip(keys, levels, scores):
+        if np.isfinite(score):
+            by_key[key][int(level)] = float(score)
+    pairs: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for seen in by_key.values():
+        ordered = sorted(seen)
+        for lo, hi in itertools.pairwise(ordered):
+            pairs[lo].append((seen[lo], seen[hi]))
+    out = {}
+    for level in sorted(pairs):
+        low, high = zip(*pairs[level])
+        out[level] = Agreement(level, rank_agreement(low, high), len(low))
+    return out
+
+
+def smallest_trusted_level(agreements: dict[int, Agreement], lowest: int = 0) -> int:
+    """The smallest level at and above which no judged agreement misleads.
+
+    Parameters
+    ----------
+    agreements : dict of int to Agreement
+        As returned by :func:`agreement_by_level`.
+    lowest : int, default=0
+        The smallest level there is.
+
+    Returns
+    -------
+    level : int
+        One above the largest misleading level, else ``lowest``.
+
+    Examples
+    --------
+    >>> from skbayes_search._fidelity import Agreement
+    >>> smallest_trusted_level({0: Agreement(0, -0.4, 8), 1: Agreement(1, 0.7, 6)})
+    1
+    """
+    bad = [level for level, a in agreements.items() if a.misleads]
+    return max(lowest, max(bad) + 1) if bad else lowest

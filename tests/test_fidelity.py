@@ -1,0 +1,61 @@
+import math
+
+import numpy as np
+import pytest
+
+from skbayes_search._fidelity import (
+    AGREEMENT_THRESHOLD,
+    MIN_PAIRS,
+    Agreement,
+    agreement_by_level,
+    rank_agreement,
+    smallest_trusted_level,
+)
+
+
+def test_rank_agreement_drops_failed_pairs_and_needs_three():
+    assert rank_agreement([0.1, np.nan, 0.3, 0.4], [0.2, 0.9, 0.3, 0.5]) == 1.0
+    assert math.isnan(rank_agreement([0.1, 0.2], [0.2, 0.3]))
+    assert math.isnan(rank_agreement([0.5, 0.5, 0.5], [0.1, 0.2, 0.3]))
+
+
+def test_crossing_learning_curves_mislead_and_parallel_ones_do_not():
+    rng = np.random.default_rng(0)
+    full = rng.uniform(0.6, 0.9, size=8)
+    keys = list(range(8)) * 3
+    levels = [0] * 8 + [1] * 8 + [2] * 8
+    # level 0 ranks them backwards; levels 1 and 2 agree (with some noise)
+    scores = np.concatenate([1.5 - full, full + 0.01 * rng.standard_normal(8), full])
+    agreements = agreement_by_level(keys, levels, scores)
+    assert agreements[0].misleads and agreements[0].tau < -0.5
+    assert agreements[1].judged and not agreements[1].misleads
+    assert smallest_trusted_level(agreements) == 1
+
+
+def test_pairs_use_the_next_larger_level_each_configuration_reached():
+    # "a".."f" at levels 0 and 2 only: paired across the gap
+    keys = list("abcdef") * 2
+    levels = [0] * 6 + [2] * 6
+    scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6] * 2
+    agreements = agreement_by_level(keys, levels, scores)
+    assert set(agreements) == {0}
+    assert agreements[0].n_pairs == 6 and agreements[0].tau == pytest.approx(1.0)
+
+
+def test_too_few_pairs_are_not_judged():
+    a = Agreement(0, -1.0, MIN_PAIRS - 1)
+    assert not a.judged and not a.misleads
+    assert smallest_trusted_level({0: a}, lowest=0) == 0
+    assert Agreement(0, AGREEMENT_THRESHOLD, MIN_PAIRS).misleads is False
+
+
+@pytest.mark.parametrize("lowest", [0, 2])
+def test_smallest_trusted_level_is_above_the_largest_misleading_one(lowest):
+    agreements = {
+        0: Agreement(0, -0.5, 9),
+        1: Agreement(1, 0.8, 9),
+        2: Agreement(2, 0.0, 6),
+        3: Agreement(3, 0.9, 6),
+    }
+    assert smallest_trusted_level(agreements, lowest) == 3
+    assert smallest_trusted_level({}, lowest) == lowest
