@@ -93,8 +93,16 @@ def incumbents_for(trials: list[dict[str, Any]], method: str) -> list[dict[str, 
     return out
 
 
-def _incumbents_fabolas(search: Any) -> list[dict[str, Any]] | None:
-    # FABOLAS names its own incumbent (lowest predicted loss at s = 1).
+def own_incumbents(search: Any) -> list[dict[str, Any]] | None:
+    """Incumbents a search names itself, or None when it names none.
+
+    A search that exposes ``incumbent_trajectory_`` (``FabolasSearchCV``, the
+    lowest predicted loss on all data; ``HalvingBayesSearchCV``) lists
+    ``(seconds since fit started, params, score)`` each time its choice may
+    change; that choice, refit on all the search data, is what it would
+    return if stopped then. The generic rule of :func:`incumbents_for` would
+    second-guess it.
+    """
     traj = getattr(search, "incumbent_trajectory_", None)
     if not traj:
         return None
@@ -166,9 +174,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         trials = _trials_ours(search)
     else:
         trials = trials_from_scorer_log(work_dir, n_splits, len(task.y_search))
-    incumbents = None
-    if spec["method"] == "fabolas":
-        incumbents = _incumbents_fabolas(search)
+    incumbents = own_incumbents(search) if method.ours else None
     if incumbents is None:
         incumbents = incumbents_for(trials, spec["method"])
     return {

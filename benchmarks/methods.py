@@ -186,6 +186,14 @@ METHODS: dict[str, Method] = {
     m.name: m
     for m in [
         Method(
+            "halving-bayes",
+            True,
+            "skbayes_search.HalvingBayesSearchCV (the recommended default)",
+            ("skbayes_search",),
+            "HalvingBayesSearchCV",
+            _ours("HalvingBayesSearchCV", n_iter=_TIME_BOUND_N_ITER),
+        ),
+        Method(
             "bayes",
             True,
             "skbayes_search.BayesSearchCV (GP-EI-MCMC, full data)",
@@ -288,8 +296,13 @@ def availability(name: str) -> str | None:
         module = importlib.import_module(method.modules[0])
         if not hasattr(module, method.attribute):
             mod = method.modules[0]
-            return f"{mod} does not export {method.attribute} (not written yet)"
+            return f"{mod} does not export {method.attribute} ({NOT_WRITTEN})"
     return None
+
+
+#: Part of the reason :func:`availability` gives for a class that does not
+#: exist yet (as opposed to one that fails to import).
+NOT_WRITTEN = "not written yet"
 
 
 def resolve_methods(spec: str) -> list[str]:

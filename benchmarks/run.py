@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
@@ -39,7 +40,7 @@ from .calibration import (
     random_n_iter,
 )
 from .execute import incumbents_for, read_t0, trials_from_scorer_log
-from .methods import METHODS, OURS, availability, resolve_methods
+from .methods import METHODS, NOT_WRITTEN, OURS, availability, resolve_methods
 from .refit import refit_incumbents
 from .tasks import SPLIT_SEED, Task, load_task
 
@@ -141,10 +142,41 @@ def _salvage(record: dict, spec: dict, task: Task) -> dict:
     return record
 
 
+def record_path(out: Path, task_name: str, method: str, seed: int) -> Path:
+    """Where the record of one (task, method, seed) run goes in folder ``out``.
+
+    ``task_name`` is the canonical name (``Task.name``, e.g.
+    ``svc-covertype_75k``).
+    """
+    return out / "runs" / task_name / f"{method}-seed{seed}.json"
+
+
+def has_record(path: Path) -> bool:
+    """Whether ``path`` holds a record that ``--resume`` keeps.
+
+    A "not available" record is not kept: the method may have been written
+    or installed since, and a resumed run should try it.
+    """
+    if not path.is_file():
+        return False
+    return json.loads(path.read_text()).get("status") != "not available"
+
+
 def run_task(
-    task_name: str, args: argparse.Namespace, methods: list[str], out: Path, avail: dict
+    task_name: str,
+    args: argparse.Namespace,
+    methods: list[str],
+    out: Path,
+    avail: dict,
+    seeds: Iterable[int] | None = None,
 ) -> None:
-    """Every (seed, method) of one task, then the offline refits."""
+    """Every (seed, method) of one task, then the offline refits.
+
+    ``args`` holds the run settings (``data_dir``, ``max_rows``,
+    ``split_seed``, ``budget``, ``n_jobs``, ``resume``, ``timeout_factor``);
+    ``seeds`` defaults to ``range(args.seeds)``.
+    """
+    seeds = range(args.seeds) if seeds is None else seeds
     task = load_task(
         task_name, args.data_dir, max_rows=args.max_rows, split_seed=args.split_seed
     )
@@ -179,10 +211,10 @@ def run_task(
             f"n_candidates={sizing['halving']['n_candidates']}",
             flush=True,
         )
-    for seed in range(args.seeds):
+    for seed in seeds:
         for name in methods:
-            out_path = runs_dir / f"{name}-seed{seed}.json"
-            if args.resume and out_path.is_file():
+            out_path = record_path(out, task.name, name, seed)
+            if args.resume and has_record(out_path):
                 continue
             if avail[name] is not None:
                 record = {"status": "not available", "error": avail[name]}
@@ -321,19 +353,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; return 0 when every requested run produced a record."""
-    args = parse_args(argv)
-    out = Path(args.out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    methods = resolve_methods(args.methods)
-    avail = {m: availability(m) for m in methods}
-    for m, reason in avail.items():
-        if reason is not None:
-            print(f"method {m}: NOT AVAILABLE: {reason}", flush=True)
-    meta = {
-        "command": "python -m benchmarks.run "
-        + shlex.join(sys.argv[1:] if argv is None else argv),
+def build_meta(
+    command: str,
+    args: argparse.Namespace,
+    tasks: list[str],
+    methods: list[str],
+    avail: dict[str, str | None],
+) -> dict:
+    """``meta.json`` of a results folder: the command, machine and settings.
+
+    The report keeps the records of ``methods`` with a seed below
+    ``args.seeds``.
+    """
+    return {
+        "command": command,
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "cores": os.cpu_count(),
         "machine": platform.platform(),
@@ -344,10 +377,26 @@ def main(argv: list[str] | None = None) -> int:
         "n_jobs": args.n_jobs,
         "max_rows": args.max_rows,
         "split_seed": args.split_seed,
-        "tasks": args.tasks.split(","),
+        "tasks": tasks,
         "methods": methods,
         "availability": avail,
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; return 0 when every requested run produced a record."""
+    args = parse_args(argv)
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    methods = resolve_methods(args.methods)
+    avail = {m: availability(m) for m in methods}
+    for m, reason in avail.items():
+        if reason is not None:
+            print(f"method {m}: NOT AVAILABLE: {reason}", flush=True)
+    command = "python -m benchmarks.run " + shlex.join(
+        sys.argv[1:] if argv is None else argv
+    )
+    meta = build_meta(command, args, args.tasks.split(","), methods, avail)
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     for task_name in args.tasks.split(","):
         run_task(task_name.strip(), args, methods, out, avail)
@@ -369,7 +418,10 @@ def _broken_runs_of_ours(
         if name not in OURS:
             continue
         if avail[name] is not None:
-            broken.append(f"{name} not available: {avail[name]}")
+            # A strategy still being written is reported above, not a bug;
+            # one that fails to import is.
+            if NOT_WRITTEN not in avail[name]:
+                broken.append(f"{name} not available: {avail[name]}")
             continue
         for path in sorted(out.glob(f"runs/*/{name}-seed*.json")):
             if path.name.endswith(".spec.json"):

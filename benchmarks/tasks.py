@@ -211,6 +211,24 @@ def _stratify(y: np.ndarray, classification: bool) -> np.ndarray | None:
     return y if counts.min() >= 2 else None
 
 
+def _split_name(name: str) -> tuple[str, str]:
+    est_name, sep, ds_name = name.partition("-")
+    if not sep or est_name not in ESTIMATORS:
+        raise ValueError(
+            f"Task {name!r} must be '<estimator>-<dataset>' with estimator in "
+            f"{sorted(ESTIMATORS)}."
+        )
+    return est_name, ds_name
+
+
+def canonical_name(name: str, data_dir: str | Path | None = None) -> str:
+    """Task name with the dataset's full stem (``svc-covertype`` ->
+    ``svc-covertype_75k``), as :attr:`Task.name` has it, without loading."""
+    est_name, ds_name = _split_name(name)
+    stem = resolve_dataset(ds_name, data_dir).name.removesuffix(".tsv.gz")
+    return f"{est_name}-{stem}"
+
+
 def load_task(
     name: str,
     data_dir: str | Path | None = None,
@@ -236,12 +254,7 @@ def load_task(
     -------
     task : Task
     """
-    est_name, sep, ds_name = name.partition("-")
-    if not sep or est_name not in ESTIMATORS:
-        raise ValueError(
-            f"Task {name!r} must be '<estimator>-<dataset>' with estimator in "
-            f"{sorted(ESTIMATORS)}."
-        )
+    est_name, ds_name = _split_name(name)
     spec = ESTIMATORS[est_name]
     path = resolve_dataset(ds_name, data_dir)
     frame = pd.read_csv(path, sep="\t")
