@@ -7,7 +7,15 @@
   points, ``p_min``, information gain and its per-cost form (FABOLAS).
 """
 
-from .analytic import ACQUISITIONS, lcb, log_ei, log_h, log_pi, make_acquisition
+from .analytic import (
+    ACQUISITIONS,
+    lcb,
+    log_ei,
+    log_h,
+    log_inverse_cost,
+    log_pi,
+    make_acquisition,
+)
 from .tradeoff import make_tradeoff_acquisition
 
 __all__ = [
@@ -15,6 +23,7 @@ __all__ = [
     "lcb",
     "log_ei",
     "log_h",
+    "log_inverse_cost",
     "log_pi",
     "make_acquisition",
     "make_tradeoff_acquisition",

@@ -25,6 +25,7 @@ __all__ = [
     "lcb",
     "log_ei",
     "log_h",
+    "log_inverse_cost",
     "log_pi",
     "make_acquisition",
 ]
@@ -135,6 +136,34 @@ def lcb(mean: Any, std: Any, kappa: float) -> np.ndarray:
     return np.asarray(mean, float) - kappa * np.asarray(std, float)
 
 
+def log_inverse_cost(cost_surrogate: Any, U: np.ndarray) -> np.ndarray:
+    """Log of the expected inverse duration, ``log E[1 / c(U)]``.
+
+    The cost model is a GP on ``log c``: with posterior mean ``mu`` and
+    variance ``var`` at a point, ``1 / c`` is log-normal with mean
+    ``exp(-mu + var / 2)`` (Snoek et al. 2012, section 3.2, EI per second),
+    averaged here over the hyperparameter samples. Uncertain costs are thus
+    favoured over ``exp(-mu)`` alone, as the expected rate of improvement
+    asks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import GPSurrogate
+    >>> X = np.linspace(0, 1, 8)[:, None]
+    >>> cost = GPSurrogate(hyperparameter_sampling="map", random_state=0)
+    >>> cost = cost.fit(X, np.log(1.0 + 9.0 * X[:, 0]))  # 1 s to 10 s
+    >>> rates = np.exp(log_inverse_cost(cost, np.array([[0.0], [1.0]])))
+    >>> bool(rates[0] > 5 * rates[1])  # the cheap end is about 10 times faster
+    True
+    """
+    terms = []
+    for post in cost_surrogate.posteriors:
+        mu, var = post.predict(U)
+        terms.append(-mu + 0.5 * var)
+    return log_mean_exp(np.stack(terms, axis=1), axis=1)
+
+
 def make_acquisition(
     surrogate: Any,
     acquisition: str = "ei",
@@ -153,9 +182,9 @@ def make_acquisition(
     surrogate : GPSurrogate
         Fitted loss surrogate.
     acquisition : {"ei", "ei_per_second", "pi", "lcb"}, default="ei"
-        Returned values: log of the integrated EI (original units), log EI minus
-        the mean predicted log cost, log of the integrated PI, or minus the
-        average LCB.
+        Returned values: log of the integrated EI (original units), log EI plus
+        the log of the expected inverse duration (:func:`log_inverse_cost`),
+        log of the integrated PI, or minus the average LCB.
     y_best : float
         Incumbent loss in original units (usually the smallest observed loss).
     cost_surrogate : GPSurrogate, optional
@@ -240,7 +269,7 @@ def make_acquisition(
                 # means gives back the unconditioned mean
                 out = -lcb(mus, sds, kappa).mean(axis=1)
             if acquisition == "ei_per_second":
-                out -= cost_surrogate.predict_mean(U).mean(axis=0)
+                out += log_inverse_cost(cost_surrogate, U)
         return out
 
     return func

@@ -67,6 +67,9 @@ class BayesSearchCV(BaseBayesSearchCV):
         Trials of the Sobol initial design before the GP proposes.
     acquisition : {"ei", "ei_per_second", "pi", "lcb"}, default="ei"
         Acquisition function, integrated over GP hyperparameter samples.
+    kappa : float, default=2.0
+        Exploration weight of ``acquisition="lcb"`` (``mean - kappa * std`` of
+        the loss); larger explores more. Ignored by the other acquisitions.
     hyperparameter_sampling : {"mcmc", "map"}, default="mcmc"
         ``"mcmc"`` integrates the GP hyperparameters out by slice sampling;
         ``"map"`` uses a point estimate (cheaper, less robust early on).
@@ -175,6 +178,7 @@ class BayesSearchCV(BaseBayesSearchCV):
         **BaseBayesSearchCV._parameter_constraints,
         "n_initial_points": [Interval(numbers.Integral, 1, None, closed="left")],
         "acquisition": [StrOptions({"ei", "ei_per_second", "pi", "lcb"})],
+        "kappa": [Interval(numbers.Real, 0, None, closed="left")],
         "hyperparameter_sampling": [StrOptions({"mcmc", "map"})],
         "n_points": [Interval(numbers.Integral, 1, None, closed="left"), None],
     }
@@ -190,6 +194,7 @@ class BayesSearchCV(BaseBayesSearchCV):
         asynchronous: bool = True,
         n_initial_points: int = 5,
         acquisition: str = "ei",
+        kappa: float = 2.0,
         hyperparameter_sampling: str = "mcmc",
         n_points: int | None = None,
         scoring: Any = None,
@@ -207,6 +212,7 @@ class BayesSearchCV(BaseBayesSearchCV):
         super().__init__(**shared_params(locals()))
         self.n_initial_points = n_initial_points
         self.acquisition = acquisition
+        self.kappa = kappa
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_points = n_points
 
@@ -220,6 +226,7 @@ class BayesSearchCV(BaseBayesSearchCV):
     def _init_search(self, ctx: SearchContext) -> None:
         self._proposer = BayesProposer(
             acquisition=self.acquisition,
+            kappa=self.kappa,
             hyperparameter_sampling=self.hyperparameter_sampling,
             n_initial_points=self.n_initial_points,
             seed=ctx.seed,
@@ -254,6 +261,8 @@ class BayesProposer:
         Sobol points before the GP proposes.
     seed : int
         Seeds the initial design and the surrogates.
+    kappa : float, default=2.0
+        Exploration weight of ``"lcb"``.
 
     Examples
     --------
@@ -281,8 +290,10 @@ class BayesProposer:
         hyperparameter_sampling: str,
         n_initial_points: int,
         seed: int,
+        kappa: float = 2.0,
     ) -> None:
         self.acquisition = acquisition
+        self.kappa = kappa
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_initial_points = n_initial_points
         self.seed = seed
@@ -363,6 +374,7 @@ class BayesProposer:
                 y_best=y_best,
                 cost_surrogate=cost_surrogate,
                 X_pending=pending,
+                kappa=self.kappa,
                 rng=ctx.rng,
             )
 

@@ -90,6 +90,9 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         and the stage samples uniformly at random until it can.
     acquisition : {"ei", "ei_per_second", "pi", "lcb"}, default="ei"
         Acquisition function, integrated over GP hyperparameter samples.
+    kappa : float, default=2.0
+        Exploration weight of ``acquisition="lcb"`` (``mean - kappa * std`` of
+        the loss); larger explores more. Ignored by the other acquisitions.
     hyperparameter_sampling : {"mcmc", "map"}, default="mcmc"
         ``"mcmc"`` integrates the GP hyperparameters out by slice sampling;
         ``"map"`` uses a point estimate.
@@ -220,6 +223,7 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         "top_k": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_initial_points": [Interval(numbers.Integral, 1, None, closed="left")],
         "acquisition": [StrOptions({"ei", "ei_per_second", "pi", "lcb"})],
+        "kappa": [Interval(numbers.Real, 0, None, closed="left")],
         "hyperparameter_sampling": [StrOptions({"mcmc", "map"})],
         "n_points": [Interval(numbers.Integral, 1, None, closed="left"), None],
     }
@@ -237,6 +241,7 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         asynchronous: bool = True,
         n_initial_points: int = 5,
         acquisition: str = "ei",
+        kappa: float = 2.0,
         hyperparameter_sampling: str = "mcmc",
         n_points: int | None = None,
         scoring: Any = None,
@@ -256,6 +261,7 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         self.top_k = top_k
         self.n_initial_points = n_initial_points
         self.acquisition = acquisition
+        self.kappa = kappa
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_points = n_points
 
@@ -337,6 +343,7 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
                 n_initial = self.top_k
             self._proposers[stage] = BayesProposer(
                 acquisition=self.acquisition,
+                kappa=self.kappa,
                 hyperparameter_sampling=self.hyperparameter_sampling,
                 n_initial_points=n_initial,
                 seed=seed,

@@ -536,3 +536,35 @@ def test_swapped_pipeline_steps_are_searched():
             n_iter=2,
             cv=2,
         ).fit(X, y)
+
+
+def test_lcb_kappa_trades_exploitation_for_exploration():
+    X = np.zeros((40, 1))
+
+    def proposals(kappa):
+        search = BayesSearchCV(
+            Quadratic(),
+            QUADRATIC_SPACE,
+            acquisition="lcb",
+            kappa=kappa,
+            hyperparameter_sampling="map",
+            n_iter=14,
+            n_initial_points=6,
+            cv=2,
+            random_state=0,
+        ).fit(X)
+        U = search_unit(search)
+        # distance of the last proposals to the points evaluated before them
+        return np.array([np.min(np.abs(U[:i] - U[i]).max(1)) for i in range(10, 14)])
+
+    # kappa=0 refines around the predicted minimum; a large kappa keeps
+    # sampling where the model is unsure (medians 0.02 and 0.12 measured)
+    greedy, curious = proposals(0.0), proposals(20.0)
+    assert np.median(curious) > 2 * np.median(greedy)
+
+
+def search_unit(search):
+    from skbayes_search.space import SearchSpace
+
+    space = SearchSpace(QUADRATIC_SPACE)
+    return space.to_unit(search.cv_results_["params"])
