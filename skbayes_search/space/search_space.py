@@ -12,6 +12,7 @@ import numpy as np
 
 from .._numerics import sobol_points
 from ._parse import _parse_value
+from ._unseen import drop_seen
 from .dimensions import (
     _INACTIVE,
     _MAX_EXACT_UNION,
@@ -436,6 +437,24 @@ class SearchSpace:
                 if dim._width:
                     out[rows, sl] = dim._encode_decoded(dim._decode(sub[:, sl]))
         return self._resolve(out, choice)
+
+    def sample_unseen(
+        self, n: int, rng: np.random.Generator, seen: Any = None
+    ) -> np.ndarray:
+        """Up to ``n`` random points, distinct and not among ``seen``.
+
+        Draws ``16 * n`` independent points and keeps the first new ones, so
+        fewer come back only when a finite space is nearly exhausted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> space = SearchSpace({"k": [1, 2, 3]})
+        >>> seen = space.to_unit([{"k": 1}, {"k": 2}])
+        >>> space.from_unit(space.sample_unseen(2, np.random.default_rng(0), seen))
+        [{'k': 3}]
+        """
+        return drop_seen(self.sample(16 * n, rng, method="random"), seen, n)
 
     def sample(
         self,

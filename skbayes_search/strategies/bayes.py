@@ -14,6 +14,7 @@ from .._validation import warn_if_space_small
 from ..acquisition import make_acquisition
 from ..gp import GPSurrogate
 from ..optimize import propose_batch
+from ..space._unseen import drop_seen
 
 # best observed points whose neighbourhoods the acquisition search also scans
 _N_SEEDS = 5
@@ -317,7 +318,7 @@ class BayesProposer:
         """
         if self._design is None:
             rng = np.random.default_rng(self.seed)
-            self._design = _unseen(ctx.space.sample(self.n_initial_points, rng), None)
+            self._design = drop_seen(ctx.space.sample(self.n_initial_points, rng))
         return self._design
 
     def ask(
@@ -341,7 +342,7 @@ class BayesProposer:
         P = ctx.space.to_unit([t.params for t in pending])
         seen = np.vstack([X, P])
         n_done = len(seen)
-        n_left = ctx.space.cardinality - len(_unseen(seen, None))
+        n_left = ctx.space.cardinality - len(drop_seen(seen))
         if n_left <= 0:
             return []
         n_slots = int(min(n_slots, n_left))
@@ -351,10 +352,10 @@ class BayesProposer:
         # count: trials finish in any order, so a search stopped in the middle
         # of the design and resumed must run exactly the points that did not
         # finish.
-        U = _unseen(design, seen)[:n_slots] if n_done < len(design) else design[:0]
+        U = drop_seen(design, seen, n_slots) if n_done < len(design) else design[:0]
         if n_done >= len(design) and n_ok < 2:
             # Too few successes for a GP: keep exploring at random.
-            U = _unseen(ctx.space.sample(16 * n_slots, ctx.rng, "random"), seen)
+            U = ctx.space.sample_unseen(n_slots, ctx.rng, seen)
         if len(U) or n_ok < 2:
             return [
                 Trial(p, fraction, iter=iteration)
@@ -392,15 +393,3 @@ class BayesProposer:
             Trial(p, fraction, iter=iteration, extras={"acquisition_value": float(v)})
             for p, v in zip(ctx.space.from_unit(U), values)
         ]
-
-
-def _unseen(U: np.ndarray, seen: np.ndarray | None) -> np.ndarray:
-    """Rows of ``U`` that are neither in ``seen`` nor repeated, in order."""
-    keep = []
-    rows = set() if seen is None else {row.tobytes() for row in np.asarray(seen)}
-    for i, row in enumerate(np.asarray(U, dtype=float)):
-        key = row.tobytes()
-        if key not in rows:
-            rows.add(key)
-            keep.append(i)
-    return np.asarray(U)[keep]

@@ -31,6 +31,7 @@ from ..analysis import (
 )
 from ..gp import GPSurrogate
 from ..optimize import propose_batch
+from ..space._unseen import drop_seen
 
 __all__ = ["TradeoffBayesSearchCV"]
 
@@ -411,13 +412,7 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         if self._n_extra:
             U = np.hstack([U, ctx.rng.random((m, 1))])
         U = self._snap(ctx)(U)
-        seen = {u.tobytes() for u in np.vstack([self._encode(ctx), self._pending(ctx)])}
-        keep = []
-        for i, u in enumerate(U):
-            if u.tobytes() not in seen and len(keep) < n:
-                seen.add(u.tobytes())
-                keep.append(i)
-        return U[keep]
+        return drop_seen(U, np.vstack([self._encode(ctx), self._pending(ctx)]), n)
 
     def _pending(self, ctx: SearchContext) -> np.ndarray:
         return self._encode(ctx, pending=True)
