@@ -33,7 +33,9 @@ from .refit import incumbent_key
 _OK = ("ok", "timed out")
 
 
-def _load(out: Path) -> tuple[dict, dict[str, dict], dict[str, list[dict]]]:
+def load_results(out: Path) -> tuple[dict, dict[str, dict], dict[str, list[dict]]]:
+    """``meta``, per-task info (with its ``refits`` and ``sizing``) and per-task
+    records of the methods and seeds ``meta.json`` names, from folder ``out``."""
     meta = json.loads((out / "meta.json").read_text())
     wanted = set(meta["methods"])
     tasks, runs = {}, {}
@@ -61,8 +63,8 @@ def _load(out: Path) -> tuple[dict, dict[str, dict], dict[str, list[dict]]]:
     return meta, tasks, runs
 
 
-def _test_curve(rec: dict, refits: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(time, incumbent test score) steps of one run."""
+def incumbent_test_curve(rec: dict, refits: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(time, incumbent test score) steps of one run (NaN where not refit yet)."""
     times, values = [], []
     for inc in rec.get("incumbents", []):
         hit = refits.get(incumbent_key(inc["params"], inc["refit_fraction"]))
@@ -71,11 +73,23 @@ def _test_curve(rec: dict, refits: dict) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(times, dtype=float), np.asarray(values, dtype=float)
 
 
+def best_test_score(recs: list[dict], refits: dict) -> tuple[float, str | None]:
+    """Best test score any incumbent of ``recs`` reached, and its method
+    (NaN and None when none is scored); the time-to-target is read from it."""
+    scored = [
+        (v, r["method"])
+        for r in recs
+        for v in incumbent_test_curve(r, refits)[1]
+        if np.isfinite(v)
+    ]
+    return max(scored, key=lambda x: x[0]) if scored else (math.nan, None)
+
+
 def run_metrics(
     rec: dict, refits: dict, threshold: float, budget: float, n_jobs: int
 ) -> dict[str, Any]:
     """Metrics of one run (see ``shared/docs/benchmark.md``)."""
-    t, v = _test_curve(rec, refits)
+    t, v = incumbent_test_curve(rec, refits)
     row = {
         "ttt": time_to_target(t, v, threshold),
         "final": float(v[-1]) if v.size else math.nan,
@@ -134,20 +148,23 @@ def trajectories_frame(tasks: dict, runs: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _fmt_score(x: float, classification: bool) -> str:
+def fmt_score(x: float, classification: bool) -> str:
+    """Accuracy in % with two decimals, a regression score with four; "-"
+    when not finite."""
     if not np.isfinite(x):
         return "-"
     return f"{100 * x:.2f}" if classification else f"{x:.4f}"
 
 
-def _fmt_spread(vals: list[float], classification: bool) -> str:
+def fmt_spread(vals: list[float], classification: bool) -> str:
+    """Scores over seeds as "median [min, max]"."""
     med, lo, hi = median_spread(vals)
     if np.isnan(med):
         return "-"
     if np.count_nonzero(~np.isnan(vals)) == 1:
-        return _fmt_score(med, classification)
-    lo_txt, hi_txt = _fmt_score(lo, classification), _fmt_score(hi, classification)
-    return f"{_fmt_score(med, classification)} [{lo_txt}, {hi_txt}]"
+        return fmt_score(med, classification)
+    lo_txt, hi_txt = fmt_score(lo, classification), fmt_score(hi, classification)
+    return f"{fmt_score(med, classification)} [{lo_txt}, {hi_txt}]"
 
 
 # Columns shown as a plain median: key and decimals.
@@ -159,7 +176,8 @@ def _fmt_number(vals: list[float], decimals: int) -> str:
     return "-" if np.isnan(med) else f"{med:.{decimals}f}"
 
 
-def _fmt_time(vals: list[float]) -> str:
+def fmt_time(vals: list[float]) -> str:
+    """Times to target over seeds as "median [min, max] (reached/runs)"."""
     med, lo, hi = median_spread(vals)
     if np.isnan(med):
         return "-"
@@ -264,15 +282,13 @@ def _task_section(
         f"{info['n_search']} search rows, {info['n_test']} test rows, "
         f"{info['n_features']} features{kind}{notes}.",
     ]
-    curves = {id(r): _test_curve(r, refits)[1] for r in recs}
-    scored = [(v, r["method"]) for r in recs for v in curves[id(r)] if np.isfinite(v)]
-    if not scored:
+    best, winner = best_test_score(recs, refits)
+    if winner is None:
         return [*lines, "", "No run produced a scored incumbent.", ""], []
-    best, winner = max(scored, key=lambda x: x[0])
     threshold = target_threshold(best, cls)
     lines.append(
-        f"Best test score {_fmt_score(best, cls)} ({winner}); "
-        f"target {_fmt_score(threshold, cls)}."
+        f"Best test score {fmt_score(best, cls)} ({winner}); "
+        f"target {fmt_score(threshold, cls)}."
     )
     if info["sizing"]:
         lines.append(_sizing_line(info["sizing"]))
@@ -298,9 +314,9 @@ def _task_section(
             name,
             ", ".join(sorted({r["status"] for r in mine})),
             f"{np.median([x['n_trials'] for x in m]):.0f}",
-            _fmt_time([x["ttt"] for x in m]),
-            *[_fmt_spread([x[f"at{f:g}"] for x in m], cls) for f in BUDGET_FRACTIONS],
-            _fmt_spread([x["final"] for x in m], cls),
+            fmt_time([x["ttt"] for x in m]),
+            *[fmt_spread([x[f"at{f:g}"] for x in m], cls) for f in BUDGET_FRACTIONS],
+            fmt_spread([x["final"] for x in m], cls),
             *[_fmt_number([x[k] for x in m], d) for k, d in _PLAIN_COLUMNS],
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -335,7 +351,7 @@ def _task_section(
 def build(out: str | Path) -> None:
     """Write ``trajectories.csv``, ``summary.md`` and ``convergence-<task>.png``."""
     out = Path(out)
-    meta, tasks, runs = _load(out)
+    meta, tasks, runs = load_results(out)
     trajectories_frame(tasks, runs).to_csv(out / "trajectories.csv", index=False)
     lines = _header(meta)
     losses = []
@@ -368,7 +384,9 @@ def _plot(
     curves: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     for rec in recs:
         if rec["status"] in _OK and rec.get("incumbents"):
-            curves.setdefault(rec["method"], []).append(_test_curve(rec, refits))
+            curves.setdefault(rec["method"], []).append(
+                incumbent_test_curve(rec, refits)
+            )
     if not curves:
         return None
     t_min = min(c[0][0] for cs in curves.values() for c in cs if c[0].size)

@@ -334,3 +334,286 @@ def test_fabolas_budget_traced_search_records_every_proposal():
         assert len(entry["took_wall"]) == len(entry["predicted_wall"])
         assert all(t >= 0 for t in entry["took_wall"])
         assert entry["reserve_seconds"] >= 0
+
+
+def test_own_incumbents_read_from_any_search_that_names_them():
+    from types import SimpleNamespace
+
+    from benchmarks.execute import own_incumbents
+
+    traj = [(1.5, {"C": np.float64(2.0)}, 0.8), (4.0, {"C": 0.5}, 0.85)]
+    incs = own_incumbents(SimpleNamespace(incumbent_trajectory_=traj))
+    assert [i["elapsed"] for i in incs] == [1.5, 4.0]
+    assert incs[0]["params"] == {"C": 2.0} and type(incs[0]["params"]["C"]) is float
+    assert all(i["refit_fraction"] == 1.0 for i in incs)
+    assert own_incumbents(SimpleNamespace(incumbent_trajectory_=[])) is None
+    assert own_incumbents(SimpleNamespace()) is None
+
+
+def test_resume_keeps_every_record_but_not_available(tmp_path):
+    import json
+
+    from benchmarks.run import has_record, record_path
+
+    path = record_path(tmp_path, "svc-adult", "bayes", 2)
+    assert path == tmp_path / "runs" / "svc-adult" / "bayes-seed2.json"
+    path.parent.mkdir(parents=True)
+    assert not has_record(path)
+    for status, kept in [("ok", True), ("failed", True), ("not available", False)]:
+        path.write_text(json.dumps({"status": status}))
+        assert has_record(path) is kept
+
+
+def _inc(t, x):
+    return {"elapsed": t, "params": {"x": x}, "refit_fraction": 1.0, "cv_score": 0.0}
+
+
+def _refits(*pairs):
+    return {
+        incumbent_key({"x": x}, 1.0): {"test_score": s, "fit_seconds": 10.0 * x}
+        for x, s in pairs
+    }
+
+
+def test_race_run_row_adds_the_final_refit_and_flags_what_is_missing():
+    from benchmarks.race_targets import run_row
+
+    rec = {
+        "task": "svc-t",
+        "method": "m",
+        "seed": 0,
+        "status": "ok",
+        "wall": 50.0,
+        "n_trials": 7,
+        "load_before": 1.0,
+        "load_after": 2.5,
+        "incumbents": [_inc(2.0, 1), _inc(9.0, 2)],
+    }
+    row = run_row(rec, _refits((1, 0.80), (2, 0.86)), 0.85, 60.0, 2)
+    assert row["final"] == 0.86 and row["ttt"] == 9.0 and row["scored"]
+    # the final incumbent is x=2, refit in 20 s
+    assert row["refit_seconds"] == 20.0 and row["wall_with_refit"] == 70.0
+    assert (row["load_before"], row["load_after"]) == (1.0, 2.5)
+    pending = run_row(rec, _refits((1, 0.80)), 0.85, 60.0, 2)
+    assert not pending["scored"] and math.isnan(pending["final"])
+    failed = run_row({**rec, "status": "failed"}, _refits(), 0.85, 60.0, 2)
+    assert failed["final"] == -math.inf and failed["ttt"] == math.inf
+    assert failed["scored"]  # a failed run is a finished result
+
+
+def _cell(finals, ttts, expected=3, scored=True):
+    from benchmarks.race_targets import summarise
+
+    rows = [
+        {
+            "seed": s,
+            "final": f,
+            "ttt": t,
+            "scored": scored,
+            **dict.fromkeys(
+                ["wall_with_refit", "refit_seconds", "load_before", "load_after"], 1.0
+            ),
+            "n_trials": 5,
+            "status": "ok",
+        }
+        for s, (f, t) in enumerate(zip(finals, ttts))
+    ]
+    return summarise(rows, list(range(expected)))
+
+
+_RACE = ("hb", "halving", "bayes", "fabolas")
+
+
+def _task_cells(ours_final=0.90, ours_ttt=10.0, halving_ttt=20.0, bayes_ttt=200.0):
+    return {
+        "hb": _cell([ours_final] * 3, [ours_ttt] * 3),
+        "halving": _cell([0.89] * 3, [halving_ttt] * 3),
+        "bayes": _cell([0.90] * 3, [bayes_ttt] * 3),
+        "fabolas": _cell([0.903, 0.90, 0.91], [30.0] * 3),
+    }
+
+
+def test_race_final_accuracy_target_allows_three_tenths_of_a_point():
+    from benchmarks.race_targets import INCOMPLETE, MET, MISSED, final_accuracy_check
+
+    # best other: fabolas, median 0.903
+    assert final_accuracy_check(_task_cells(0.9001), _RACE, "hb")[0] == MET
+    verdict, figures = final_accuracy_check(_task_cells(0.8999), _RACE, "hb")
+    assert verdict == MISSED and "fabolas" in figures and "-0.31 pp" in figures
+    cells = _task_cells()
+    cells["bayes"] = _cell([0.99] * 2, [1.0] * 2)  # a seed still to run
+    assert final_accuracy_check(cells, _RACE, "hb")[0] == INCOMPLETE
+    cells["bayes"] = _cell([0.99] * 3, [1.0] * 3, scored=False)  # refits pending
+    assert final_accuracy_check(cells, _RACE, "hb")[0] == INCOMPLETE
+    del cells["bayes"]
+    assert final_accuracy_check(cells, _RACE, "hb")[0] == INCOMPLETE
+
+
+def test_race_time_to_target_targets():
+    from benchmarks.race_targets import MET, MISSED, sooner_check
+
+    def check(peer, factor, **kw):
+        return sooner_check(_task_cells(**kw), _RACE, "hb", peer, factor)[0]
+
+    assert check("halving", 1.0, ours_ttt=20.0) == MET  # a tie counts
+    assert check("halving", 1.0, ours_ttt=20.5) == MISSED
+    assert check("bayes", 10.0, ours_ttt=20.0) == MET  # exactly 10x
+    assert check("bayes", 10.0, ours_ttt=21.0) == MISSED
+    assert check("bayes", 10.0, bayes_ttt=math.inf) == MET
+    # never reaching the target is never sooner, even than a peer that never did
+    inf = math.inf
+    assert check("halving", 1.0, ours_ttt=inf, halving_ttt=inf) == MISSED
+
+
+def test_race_verdicts_count_incomplete_tasks_as_unknown_never_as_met():
+    from benchmarks.race_targets import INCOMPLETE, MET, MISSED, all_of, at_least
+
+    assert at_least([MET] * 6 + [MISSED] * 2, 6) == MET
+    assert at_least([MET] * 5 + [INCOMPLETE] * 3, 6) == INCOMPLETE
+    assert at_least([MET] * 5 + [MISSED, MISSED, INCOMPLETE], 6) == INCOMPLETE
+    assert at_least([MET] * 5 + [MISSED] * 3, 6) == MISSED
+    assert at_least([INCOMPLETE] * 8, 6) == INCOMPLETE
+    assert all_of([MET, MET]) == MET
+    assert all_of([MET, INCOMPLETE]) == INCOMPLETE
+    assert all_of([MISSED, INCOMPLETE]) == MISSED
+    assert all_of([]) == INCOMPLETE
+
+
+def test_race_targets_over_tasks_and_budgets():
+    from benchmarks.race_targets import INCOMPLETE, MET, MISSED, evaluate_targets
+
+    counted = [f"svc-{k}" for k in range(8)]
+    cells = {}
+    for k, task in enumerate(counted):
+        # 6 tasks where the default is 20x sooner than bayes, 2 where it is 5x
+        cells[(task, 60.0)] = _task_cells(bayes_ttt=200.0 if k < 6 else 50.0)
+    # slower than halving on 3 tasks
+    for task in counted[:3]:
+        cells[(task, 60.0)]["halving"] = _cell([0.89] * 3, [5.0] * 3)
+    cells[("hgb-x", 60.0)] = _task_cells(0.5)  # shown for (a), not counted in (b)
+    tasks = [*counted, "hgb-x"]
+    result = evaluate_targets(cells, tasks, [60.0, 300.0], _RACE, "hb", counted)
+    v = result["verdicts"]
+    assert v["a"][60.0][0] == MISSED  # hgb-x finishes 40 pp below
+    assert result["per_task"][("hgb-x", 60.0)]["a"][0] == MISSED
+    assert v["b"][60.0][0] == MISSED and v["b"][60.0][1].startswith("5 met")
+    assert v["c"][60.0][0] == MET
+    # nothing ran at 300 s: every verdict there is incomplete
+    assert all(v[k][300.0][0] == INCOMPLETE for k in "abc")
+    assert v["a"]["all"][0] == MISSED
+    # a counted task missing a seed leaves (c) one short: incomplete, not met
+    cells[(counted[0], 60.0)]["bayes"] = _cell([0.9] * 2, [200.0] * 2)
+    v = evaluate_targets(cells, tasks, [60.0], _RACE, "hb", counted)["verdicts"]
+    assert v["c"][60.0] == (INCOMPLETE, "5 met, 2 missed, 1 incomplete")
+    # and once too few can still meet it, missed
+    cells[(counted[1], 60.0)]["bayes"] = _cell([0.9] * 3, [20.0] * 3)
+    v = evaluate_targets(cells, tasks, [60.0], _RACE, "hb", counted)["verdicts"]
+    assert v["c"][60.0] == (MISSED, "4 met, 3 missed, 1 incomplete")
+
+
+def test_race_plan_and_dry_run(tmp_path):
+    import json
+
+    from benchmarks.race import budget_dir, dry_run, plan
+
+    runs = plan(tmp_path, ["svc-a", "svc-b"], ["m1", "m2"], [60.0, 300.0], [0, 1])
+    assert len(runs) == 16
+    # task by task, each at every budget, before the next task
+    assert [r.task for r in runs[:8]] == ["svc-a"] * 8
+    first = runs[0]
+    assert first.path == budget_dir(tmp_path, 60.0) / "runs/svc-a/m1-seed0.json"
+    first.path.parent.mkdir(parents=True)
+    first.path.write_text(json.dumps({"status": "ok"}))
+    runs[1].path.write_text(json.dumps({"status": "not available"}))
+    lines = dry_run(runs, resume=True)
+    assert lines[0].endswith("skip (record: ok)")
+    assert lines[1].endswith("run (replaces record: not available)")
+    assert lines[-1].startswith("15 of 16 runs to do")
+    assert dry_run(runs, resume=False)[-1].startswith("16 of 16")
+
+
+def test_race_meta_keeps_every_invocation(tmp_path):
+    import json
+
+    from benchmarks.race import _merged_meta
+
+    old = {"methods": ["a", "b"], "tasks": ["t1"], "seeds": 3, "availability": {}}
+    new = {
+        "methods": ["b", "c"],
+        "tasks": ["t2"],
+        "seeds": 1,
+        "availability": {"c": None},
+        "command": "new",
+    }
+    path = tmp_path / "meta.json"
+    assert _merged_meta(path, new) == new
+    path.write_text(json.dumps(old))
+    merged = _merged_meta(path, new)
+    assert merged["methods"] == ["a", "b", "c"] and merged["tasks"] == ["t1", "t2"]
+    assert merged["seeds"] == 3 and merged["command"] == "new"
+
+
+def test_race_report_from_a_constructed_folder(tmp_path, monkeypatch):
+    import json
+
+    import pandas as pd
+
+    from benchmarks import report
+    from benchmarks.race_report import build
+
+    monkeypatch.setattr(report, "_plot", lambda *args, **kwargs: None)
+    methods = ["halving-bayes", "halving", "bayes"]
+    folder = tmp_path / "budget-60"
+    (folder / "runs" / "svc-t").mkdir(parents=True)
+    (folder / "refits").mkdir()
+    meta = {
+        "command": "c",
+        "date": "d",
+        "cores": 2,
+        "machine": "m",
+        "versions": {},
+        "budget": 60.0,
+        "seeds": 1,
+        "n_jobs": 2,
+        "max_rows": None,
+        "methods": methods,
+        "availability": dict.fromkeys(methods),
+    }
+    (folder / "meta.json").write_text(json.dumps(meta))
+    info = {"n_search": 90, "n_test": 30, "n_features": 2, "n_classes": 2}
+    info.update(classification=True, notes=[], task="svc-t")
+    (folder / "runs" / "svc-t" / "task.json").write_text(json.dumps(info))
+    # the default reaches 0.90 at 2 s; halving at 8 s; bayes at 40 s
+    for method, x, t in [
+        ("halving-bayes", 1, 2.0),
+        ("halving", 2, 8.0),
+        ("bayes", 3, 40.0),
+    ]:
+        rec = {"task": "svc-t", "method": method, "seed": 0, "status": "ok"}
+        rec.update(wall=55.0, n_trials=4, load_before=1.0, load_after=2.0)
+        rec["incumbents"] = [_inc(t / 2, 9), _inc(t, x)]
+        path = folder / "runs" / "svc-t" / f"{method}-seed0.json"
+        path.write_text(json.dumps(rec))
+    refits = _refits((9, 0.5), (1, 0.90), (2, 0.90), (3, 0.90))
+    (folder / "refits" / "svc-t.json").write_text(json.dumps(refits))
+
+    md = build(
+        tmp_path,
+        budgets=[60.0],
+        tasks=["svc-t"],
+        methods=methods,
+        seeds=[0],
+        recommended="halving-bayes",
+        counted_tasks=["svc-t"],
+    ).read_text()
+    table = pd.read_csv(tmp_path / "race.csv").set_index("method")
+    assert table.loc["halving-bayes", "ttt_median"] == 2.0
+    assert table.loc["bayes", "final_median"] == pytest.approx(0.90)
+    # wall time plus the final incumbent's refit (x=3: 30 s)
+    assert table.loc["bayes", "wall_with_refit_median"] == 85.0
+    assert table["complete"].all()
+    assert "| svc-t | 60 | met: 90.00 % vs halving 90.00 % (+0.00 pp)" in md
+    assert "met: 2 s vs halving 8 s (4.00x) | met: 2 s vs bayes 40 s (20.00x)" in md
+    # one task of the 8 counted in (b) and (c): met on it, the target still short
+    assert "**MISSED** (1 met, 0 missed, 0 incomplete)" in md
+    assert (folder / "summary.md").is_file()
