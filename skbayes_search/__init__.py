@@ -9,6 +9,7 @@ from .space import Categorical, Integer, Real
 from .storage import TrialStore
 from .strategies.bayes import BayesSearchCV
 from .strategies.fabolas import FabolasSearchCV
+from .strategies.halving import HalvingBayesSearchCV
 from .strategies.multistage import MultiStageBayesSearchCV
 from .strategies.tradeoff import TradeoffBayesSearchCV
 from .strategies.transfer import TransferBayesSearchCV
@@ -19,6 +20,7 @@ __all__ = [
     "BayesSearchCV",
     "Categorical",
     "FabolasSearchCV",
+    "HalvingBayesSearchCV",
     "Integer",
     "MultiStageBayesSearchCV",
     "Real",

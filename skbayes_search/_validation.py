@@ -10,7 +10,17 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import Interval, Options
 
-__all__ = ["COUNT", "NON_EMPTY_STR", "check_fractions", "warn_if_space_small"]
+__all__ = [
+    "COUNT",
+    "MIN_RESOURCES_REGRESSION",
+    "NON_EMPTY_STR",
+    "check_fractions",
+    "min_resources_rows",
+    "warn_if_space_small",
+]
+
+#: ``min_resources="auto"`` for regressors (and unsupervised estimators).
+MIN_RESOURCES_REGRESSION = 100
 
 
 def check_fractions(
@@ -71,6 +81,52 @@ def check_fractions(
             f"The last of {name} must be 1.0 (all training rows), got {value!r}."
         )
     return fractions
+
+
+def min_resources_rows(value: Any, ctx: Any) -> int:
+    """Fewest training rows per fit of a subset strategy (``min_resources``).
+
+    ``"auto"``: ``max(10 * n_classes, 2 * n_splits * n_classes)`` for
+    classifiers (at least a few rows of every class in every fold), otherwise
+    :data:`MIN_RESOURCES_REGRESSION`; never more than the training rows of
+    the smallest split.
+
+    Parameters
+    ----------
+    value : "auto" or int
+        What the user passed (its type is checked by the constraints).
+    ctx : SearchContext
+        Gives ``n_train``, ``n_classes`` and ``n_splits``.
+
+    Raises
+    ------
+    ValueError
+        When an int ``value`` exceeds the smallest split's training rows.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from skbayes_search._validation import min_resources_rows
+    >>> ctx = SimpleNamespace(n_train=1000, n_classes=7, n_splits=3)
+    >>> min_resources_rows("auto", ctx)
+    70
+    >>> min_resources_rows(5000, ctx)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: min_resources=5000 is larger than the 1000 training rows of ...
+    """
+    if value != "auto":
+        if int(value) > ctx.n_train:
+            raise ValueError(
+                f"min_resources={value} is larger than the {ctx.n_train} training "
+                "rows of the smallest CV split."
+            )
+        return int(value)
+    if ctx.n_classes is None:
+        rows = MIN_RESOURCES_REGRESSION
+    else:
+        rows = max(10 * ctx.n_classes, 2 * ctx.n_splits * ctx.n_classes)
+    return min(rows, ctx.n_train)
 
 
 def warn_if_space_small(

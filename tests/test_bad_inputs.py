@@ -1,6 +1,6 @@
 """Bad inputs end with a clear error naming the parameter, before any fit.
 
-A matrix over the five searches (and ``TrialStore``): each case asserts the
+A matrix over the six searches (and ``TrialStore``): each case asserts the
 exception type, that the message names the parameter at fault, and that the
 estimator was never fitted (its ``fit`` counts calls in a module-level
 counter).
@@ -15,6 +15,7 @@ from sklearn.model_selection import KFold
 from skbayes_search import (
     BayesSearchCV,
     FabolasSearchCV,
+    HalvingBayesSearchCV,
     MultiStageBayesSearchCV,
     TradeoffBayesSearchCV,
     TransferBayesSearchCV,
@@ -48,6 +49,7 @@ CLASSES = {
     "bayes": BayesSearchCV,
     "multistage": MultiStageBayesSearchCV,
     "fabolas": FabolasSearchCV,
+    "halving": HalvingBayesSearchCV,
     "tradeoff": TradeoffBayesSearchCV,
     "transfer": TransferBayesSearchCV,
 }
@@ -149,6 +151,13 @@ SPECIFIC = {
         ("min_resources", {"min_resources": 10_000}, None, ValueError, ["min_res"]),
         ("overhead", {"overhead": -1.0}, None, ValueError, ["overhead"]),
         ("n_representers", {"n_representers": 1}, None, ValueError, ["n_repr"]),
+    ],
+    "halving": [
+        ("min_resources", {"min_resources": 10_000}, None, ValueError, ["min_res"]),
+        ("factor=1", {"factor": 1}, None, ValueError, ["factor"]),
+        ("n_initial_points", {"n_initial_points": 0}, None, ValueError, ["n_ini"]),
+        ("random_fraction", {"random_fraction": 2.0}, None, ValueError, ["random_f"]),
+        ("hedge_fraction", {"hedge_fraction": -0.5}, None, ValueError, ["hedge_f"]),
     ],
     "tradeoff": [
         ("fractions=0", {"fractions": (0.0, 1.0)}, None, ValueError, ["fractions"]),

@@ -1,0 +1,312 @@
+"""Rung bookkeeping of asynchronous successive halving with a trusted base rung.
+
+A *rung* is a training-subset size; a configuration climbs the rungs one at a
+time, promoted when it ranks in the top ``1 / factor`` of the finished trials
+of its rung (ASHA, Li et al. 2020). :class:`Rungs` holds the sizes;
+:class:`RungLedger` reads the finished trials and answers what the halving
+search needs: the next promotion, the incumbent, and the *base rung*, the
+smallest rung whose ranking is trusted. The base rises when the paired
+scores of probe and hedge trials (the same configuration run on the base rung
+and on a larger one, never selected by its base-rung score) disagree in rank
+(:mod:`skbayes_search._fidelity`). Everything is derived from the trial
+records (fraction, score, the ``role`` extra), so a search resumed from a
+store rebuilds the same state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._cost_model import (
+    RESERVE_MAX_SHARE,
+    cost_curve,
+    reserve_seconds,
+    scaled_cost,
+    wall_seconds,
+)
+from ._fidelity import Agreement, agreement_by_level, smallest_trusted_level
+
+__all__ = ["ROLES", "RungLedger", "Rungs"]
+
+#: What a trial of the halving search is for (``cv_results_["role"]``).
+ROLES = ("new", "promoted", "hedge", "probe", "final")
+
+
+@dataclass(frozen=True)
+class Rungs:
+    """Training rows per rung: ``min_rows * factor**k`` below the top, all
+    rows at the top.
+
+    Attributes
+    ----------
+    rows : tuple of int
+        Strictly increasing; the last is ``n_train``.
+    n_train : int
+        Training rows of the smallest split.
+
+    Examples
+    --------
+    >>> from skbayes_search._rungs import Rungs
+    >>> rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+    >>> rungs.rows
+    (20, 60, 180, 540, 1000)
+    >>> rungs.of(0.18), rungs.top
+    (2, 4)
+    """
+
+    rows: tuple[int, ...]
+    n_train: int
+
+    @classmethod
+    def geometric(cls, n_train: int, min_rows: int, factor: float) -> Rungs:
+        """``K = round(log_factor(n_train / min_rows))`` rungs above the first.
+
+        The top rung (all rows) is then between ``factor**0.5`` and
+        ``factor**1.5`` times the rung below it, the nearest to a geometric
+        ladder that ends on all the data.
+        """
+        n_train, min_rows = int(n_train), int(min_rows)
+        n_up = max(0, round(math.log(n_train / min_rows) / math.log(factor)))
+        rows: list[int] = []
+        for k in range(n_up):
+            r = round(min_rows * factor**k)
+            rows.append(max(r, rows[-1] + 1) if rows else r)
+        rows = [r for r in rows if r < n_train] + [n_train]
+        return cls(tuple(rows), n_train)
+
+    @property
+    def top(self) -> int:
+        """Index of the all-data rung."""
+        return len(self.rows) - 1
+
+    @property
+    def fractions(self) -> np.ndarray:
+        """Training fraction of each rung."""
+        return np.asarray(self.rows, dtype=float) / self.n_train
+
+    def of(self, fraction: float) -> int:
+        """The rung nearest (in log rows) to a training fraction."""
+        gap = np.abs(np.log(self.fractions) - math.log(float(fraction)))
+        return int(np.argmin(gap))
+
+
+class RungLedger:
+    """What the finished trials say, rung by rung.
+
+    Parameters
+    ----------
+    rungs : Rungs
+        The ladder.
+    factor : float
+        Promotion rate: the top ``floor(n / factor)`` of a rung's ``n``
+        successful trials may climb.
+
+    Attributes
+    ----------
+    base : int
+        The trusted base rung: new configurations start there and no
+        configuration is promoted from below it.
+    base_trajectory : list of (float, int)
+        ``(elapsed seconds, base)``, from ``(0.0, 0)`` and at every rise.
+    agreements : dict of int to Agreement
+        Rank agreement of each probed rung with its hedge rung.
+    incumbent_trajectory : list of (float, dict, float)
+        ``(elapsed seconds, params, score)`` whenever the incumbent changes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._rungs import RungLedger, Rungs
+    >>> from skbayes_search._trial import TrialRecord
+    >>> rungs = Rungs.geometric(n_train=900, min_rows=100, factor=3)
+    >>> def record(c, rung, score, role="new"):
+    ...     return TrialRecord(
+    ...         params={"C": c}, x=np.array([c]), fraction=rungs.fractions[rung],
+    ...         n_resources=rungs.rows[rung], score=score, cost=1.0, fit_time=1.0,
+    ...         failed=False, iter=0, elapsed_time=1.0, extras={"role": role},
+    ...     )
+    >>> ledger = RungLedger(rungs, factor=3)
+    >>> ledger.absorb([record(c, 0, c) for c in (0.1, 0.2, 0.3)])
+    >>> key, rung = ledger.promotion({})
+    >>> ledger.params(key), rung  # the best third of rung 0 climbs to rung 1
+    ({'C': 0.3}, 1)
+    """
+
+    def __init__(self, rungs: Rungs, factor: float) -> None:
+        self.rungs = rungs
+        self.factor = float(factor)
+        n = len(rungs.rows)
+        # per rung, configuration key -> score (nan: failed) and cost, in
+        # finishing order
+        self._scores: list[dict[bytes, float]] = [{} for _ in range(n)]
+        self._costs: list[dict[bytes, float]] = [{} for _ in range(n)]
+        self._params: dict[bytes, dict] = {}
+        self._done: dict[bytes, set[int]] = defaultdict(set)
+        self._pairs: list[tuple[bytes, int, float]] = []
+        self._n_seen = 0
+        self.base = 0
+        self.base_trajectory: list[tuple[float, int]] = [(0.0, 0)]
+        self.agreements: dict[int, Agreement] = {}
+        self.incumbent: tuple[bytes, int, float] | None = None
+        self.incumbent_trajectory: list[tuple[float, dict, float]] = []
+
+    # -- reading the trials --------------------------------------------------
+    def absorb(self, trials: Sequence[Any]) -> None:
+        """Read the trials finished since the last call (records in order)."""
+        for t in trials[self._n_seen :]:
+            key, k = t.x.tobytes(), self.rungs.of(t.fraction)
+            score = math.nan if t.failed else float(t.score)
+            score = score if math.isfinite(score) else math.nan
+            self._scores[k][key] = score
+            self._costs[k][key] = float(t.cost)
+            self._params.setdefault(key, dict(t.params))
+            self._done[key].add(k)
+            if t.extras.get("role") in ("probe", "hedge"):
+                self._pairs.append((key, k, score))
+                self._judge(t.elapsed_time)
+            self._track_incumbent(t.elapsed_time)
+        self._n_seen = len(trials)
+
+    def _judge(self, elapsed: float) -> None:
+        # only probe/hedge pairs: their configurations were not chosen by
+        # their base-rung score, whose truncation would bias tau downwards
+        keys, levels, scores = zip(*self._pairs)
+        self.agreements = agreement_by_level(keys, levels, scores)
+        trusted = min(smallest_trusted_level(self.agreements), self.rungs.top)
+        if trusted > self.base:
+            self.base = trusted
+            self.base_trajectory.append((float(elapsed), trusted))
+
+    def _track_incumbent(self, elapsed: float) -> None:
+        best = None
+        for k in range(self.rungs.top, -1, -1):
+            ok = [(s, key) for key, s in self._scores[k].items() if math.isfinite(s)]
+            if ok:
+                # the first of equal scores, as finished
+                score, key = max(ok, key=lambda v: v[0])
+                best = (key, k, score)
+                break
+        if best is not None and best != self.incumbent:
+            self.incumbent = best
+            key, _, score = best
+            self.incumbent_trajectory.append(
+                (float(elapsed), dict(self._params[key]), score)
+            )
+
+    # -- questions -------------------------------------------------------------
+    def params(self, key: bytes) -> dict:
+        """Parameters of a configuration."""
+        return dict(self._params[key])
+
+    def successes(self, k: int) -> list[tuple[bytes, float]]:
+        """``(key, score)`` of rung ``k``'s successful trials, best first."""
+        ok = [(key, s) for key, s in self._scores[k].items() if math.isfinite(s)]
+        return sorted(ok, key=lambda v: -v[1])
+
+    def evaluated(self, key: bytes) -> set[int]:
+        """Rungs where a configuration has finished (successfully or not)."""
+        return set(self._done.get(key, ()))
+
+    def cost(self, key: bytes) -> tuple[int, float] | None:
+        """A configuration's highest successful rung and its cost there."""
+        for k in sorted(self._done.get(key, ()), reverse=True):
+            if math.isfinite(self._scores[k][key]):
+                return k, self._costs[k][key]
+        return None
+
+    def rung_costs(self, k: int) -> list[float]:
+        """Costs of rung ``k``'s successful trials."""
+        return [
+            self._costs[k][key]
+            for key, s in self._scores[k].items()
+            if math.isfinite(s)
+        ]
+
+    def _cost_table(self) -> tuple[list[float], list[float], list[bytes]]:
+        """Fraction, cost and key of every successful trial."""
+        fractions, costs, keys = [], [], []
+        for k, scores in enumerate(self._scores):
+            for key, s in scores.items():
+                if math.isfinite(s):
+                    fractions.append(float(self.rungs.fractions[k]))
+                    costs.append(self._costs[k][key])
+                    keys.append(key)
+        return fractions, costs, keys
+
+    def seconds_allowed(
+        self, time_left: float, max_time: float, n_splits: int, n_jobs: int
+    ) -> float:
+        """Wall seconds a trial started now may take: the time left, less the
+        incumbent's all-data evaluation (at most half of ``max_time``) while
+        no configuration has been measured on all data."""
+        if self.incumbent is None or self.successes(self.rungs.top):
+            return time_left
+        fractions, costs, keys = self._cost_table()
+        own = [key == self.incumbent[0] for key in keys]
+        reserve = reserve_seconds(fractions, costs, own, n_splits, n_jobs)
+        return time_left - min(reserve, RESERVE_MAX_SHARE * max_time)
+
+    def fits_in(
+        self, seconds: float, n_splits: int, n_jobs: int
+    ) -> Callable[[bytes | None, int], bool]:
+        """``fits(key, rung)``: whether a trial of a configuration (None: a
+        new one) on that rung is predicted to take at most ``seconds``,
+        scaling its own cost (or, for a new one, the median cost of the
+        highest rung below with a success) along the fitted cost curve."""
+        fractions, costs, _ = self._cost_table()
+        if not math.isfinite(seconds) or not costs:
+            return lambda key, k: True
+        c0, curve = cost_curve(fractions, costs)
+        ladder = self.rungs.fractions
+
+        def fits(key: bytes | None, k: int) -> bool:
+            own = None if key is None else self.cost(key)
+            if own is None:
+                done = [j for j in range(k, -1, -1) if self.rung_costs(j)]
+                if not done:
+                    return True
+                own = done[0], float(np.median(self.rung_costs(done[0])))
+            j, cost = own
+            summed = float(scaled_cost(c0, curve, ladder[j], cost, ladder[k]))
+            return wall_seconds(summed, n_splits, n_jobs) <= seconds
+
+        return fits
+
+    def promotion(
+        self,
+        busy: dict[bytes, set[int]],
+        allowed: Callable[[bytes, int], bool] | None = None,
+    ) -> tuple[bytes, int] | None:
+        """The next promotion: ``(key, rung to run it on)``, or None.
+
+        From the highest rung down to the base, the best configuration in
+        the top ``floor(n / factor)`` of a rung's successful trials that has
+        neither finished nor is running (``busy``: key -> rungs) on any
+        higher rung, and that ``allowed(key, rung)`` accepts.
+        """
+        for k in range(self.rungs.top - 1, self.base - 1, -1):
+            ranked = self.successes(k)
+            for key, _ in ranked[: int(len(ranked) // self.factor)]:
+                higher = self._done.get(key, set()) | busy.get(key, set())
+                if max(higher) > k:
+                    continue
+                if allowed is None or allowed(key, k + 1):
+                    return key, k + 1
+        return None
+
+    def final_candidate(self) -> bytes | None:
+        """The configuration to evaluate on all data when none succeeded
+        there: the best at the highest rung with a success, skipping any
+        whose all-data trial failed."""
+        top = self.rungs.top
+        for k in range(top - 1, -1, -1):
+            for key, _ in self.successes(k):
+                if top not in self._done.get(key, ()):
+                    return key
+        return None

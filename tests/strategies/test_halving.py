@@ -1,0 +1,395 @@
+"""HalvingBayesSearchCV: ASHA with GP proposals and a hedge against
+misleading small subsets."""
+
+import pickle
+import time
+import warnings
+
+import numpy as np
+import pytest
+from joblib import parallel_backend
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.linear_model import Ridge
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skbayes_search import HalvingBayesSearchCV, Real
+from skbayes_search._rungs import Rungs
+
+# The checks scikit-learn itself marks as expected failures for its searches.
+EXPECTED_FAILED_CHECKS = {
+    "check_supervised_y_2d": "DataConversionWarning not caught",
+    "check_requires_y_none": "Doesn't fail gracefully",
+}
+
+
+def _check_instances():
+    # min_resources=2 gives the checks' small data sets at least three rungs
+    # (the plain-BO fallback has its own test below)
+    return [
+        HalvingBayesSearchCV(
+            Pipeline([("scale", StandardScaler()), ("ridge", Ridge())]),
+            {"ridge__alpha": Real(0.1, 1.0, prior="log-uniform")},
+            n_iter=6,
+            n_initial_points=3,
+            min_resources=2,
+            cv=2,
+            error_score="raise",
+            random_state=0,
+        ),
+    ]
+
+
+@parametrize_with_checks(
+    _check_instances(), expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS
+)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="HalvingBayesSearchCV: ")
+        check(estimator)
+
+
+# ----------------------------------------------------------------------
+# a synthetic classifier whose score depends on (a, rows)
+# ----------------------------------------------------------------------
+N_ROWS = 2000  # two folds of 1000 training rows
+MIN_ROWS = 20  # min_resources="auto" for two classes and two folds
+RUNG_ROWS = [20, 60, 180, 540, 1000]
+
+
+class Curves(ClassifierMixin, BaseEstimator):
+    """Score rises with the log of the rows; the best ``a`` is 0.8 on at
+    least 40 % of the log-row range and, with ``crossing``, 0.2 below it
+    (the two lowest rungs: small subsets rank configurations backwards)."""
+
+    def __init__(self, a=0.5, crossing=False, delay=0.0):
+        self.a = a
+        self.crossing = crossing
+        self.delay = delay
+
+    def fit(self, X, y):
+        self.rows_ = len(X)
+        self.classes_ = np.unique(y)
+        time.sleep(self.delay * self.rows_ / (N_ROWS / 2))
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+    def score(self, X, y):
+        s = np.log(self.rows_ / MIN_ROWS) / np.log(N_ROWS / 2 / MIN_ROWS)
+        best = 0.2 if self.crossing and s < 0.4 else 0.8
+        return 0.7 + 0.1 * s - 0.3 * (self.a - best) ** 2
+
+
+SPACE = {"a": Real(0.0, 1.0)}
+
+
+@pytest.fixture(scope="module")
+def data():
+    X = np.random.default_rng(0).normal(size=(N_ROWS, 2))
+    y = np.arange(N_ROWS) % 2
+    return X, y
+
+
+def _search(**kw):
+    params = dict(cv=2, random_state=0, asynchronous=False)
+    params.update(kw)
+    estimator = Curves(
+        crossing=params.pop("crossing", False), delay=params.pop("delay", 0.0)
+    )
+    return HalvingBayesSearchCV(estimator, SPACE, **params)
+
+
+def _rows(search):
+    res = search.cv_results_
+    return [
+        dict(
+            a=p["a"],
+            rung=int(r),
+            role=str(role),
+            iter=int(i),
+            score=float(s),
+            elapsed=float(e),
+        )
+        for p, r, role, i, s, e in zip(
+            res["params"],
+            res["rung"],
+            res["role"],
+            res["iter"],
+            res["mean_test_score"],
+            res["elapsed_time"],
+        )
+    ]
+
+
+def _assert_asha_rules(search, factor=3):
+    """Promotions only from the top 1/factor of what had finished on the rung
+    below when they were proposed; no configuration twice on one rung."""
+    rows = _rows(search)
+    pairs = [(r["a"], r["rung"]) for r in rows]
+    assert len(set(pairs)) == len(pairs)
+    for row in rows:
+        if row["role"] != "promoted":
+            continue
+        # synchronous batches: a trial's proposal saw every earlier batch
+        below = [
+            r for r in rows if r["rung"] == row["rung"] - 1 and r["iter"] < row["iter"]
+        ]
+        ranked = sorted(below, key=lambda r: -r["score"])
+        top = ranked[: int(len(ranked) // factor)]
+        assert row["a"] in [r["a"] for r in top], row
+
+
+# ----------------------------------------------------------------------
+# rungs and ASHA bookkeeping
+# ----------------------------------------------------------------------
+def test_rungs_are_geometric_and_end_on_all_data():
+    assert Rungs.geometric(1000, 20, 3).rows == tuple(RUNG_ROWS)
+    # round(log3(110 / 10)) = 2 steps: the top rung is 3.7 times the one below
+    assert Rungs.geometric(110, 10, 3).rows == (10, 30, 110)
+    assert Rungs.geometric(1000, 1000, 3).rows == (1000,)
+    rungs = Rungs.geometric(1000, 20, 3)
+    assert [rungs.of(f) for f in rungs.fractions] == list(range(5))
+
+
+def test_asha_bookkeeping(data):
+    X, y = data
+    search = _search(n_iter=40, n_initial_points=1000, hedge_fraction=0.0).fit(X, y)
+    res = search.cv_results_
+    assert len(res["params"]) == 40  # n_iter respected, the final included
+    assert search.n_resources_ == RUNG_ROWS
+    assert search.min_resources_ == MIN_ROWS and search.max_resources_ == 1000
+    fractions = np.asarray(res["resource_fraction"], float)
+    np.testing.assert_allclose(fractions, np.asarray(RUNG_ROWS)[res["rung"]] / 1000)
+    np.testing.assert_array_equal(
+        res["n_resources"], np.asarray(RUNG_ROWS)[res["rung"]]
+    )
+    _assert_asha_rules(search)
+    roles = set(res["role"])
+    assert roles <= {"new", "promoted", "final"}
+    # new configurations start on the base rung; promotions climb one rung
+    assert all(r == 0 for r, role in zip(res["rung"], res["role"]) if role == "new")
+    assert {"new", "promoted"} <= roles
+    # the answer is measured on all data
+    assert res["resource_fraction"][search.best_index_] == 1.0
+    full = np.flatnonzero(fractions == 1.0)
+    assert search.best_index_ == full[np.argmax(res["mean_test_score"][full])]
+    assert search.best_estimator_.rows_ == N_ROWS
+
+
+def test_finalize_evaluates_the_incumbent_on_all_data(data):
+    X, y = data
+    # four trials: no configuration climbs to the top rung by promotion
+    search = _search(n_iter=5, n_initial_points=1000, hedge_fraction=0.0).fit(X, y)
+    rows = _rows(search)
+    assert len(rows) == 5
+    assert [r["role"] for r in rows[:-1]].count("final") == 0
+    assert rows[-1]["role"] == "final" and rows[-1]["rung"] == 4
+    # the final configuration was the incumbent: the best on the highest rung
+    highest = max(r["rung"] for r in rows[:-1])
+    best = max((r for r in rows[:-1] if r["rung"] == highest), key=lambda r: r["score"])
+    assert rows[-1]["a"] == best["a"]
+    assert search.best_index_ == 4
+    assert search.incumbent_trajectory_[-1][1] == {"a": best["a"]}
+    assert search.incumbent_trajectory_[-1][2] == rows[-1]["score"]
+
+
+def test_max_time_ends_with_a_measurement_on_all_data(data):
+    X, y = data
+    # 0.1 s per split on all data: the budget covers few full-data trials
+    # (threads: no worker processes to start)
+    search = _search(n_iter=10_000, max_time=1.0, n_initial_points=1000, delay=0.1)
+    with parallel_backend("threading", n_jobs=1):
+        search.fit(X, y)
+    res = search.cv_results_
+    assert len(res["params"]) < 10_000
+    assert res["resource_fraction"][search.best_index_] == 1.0
+    assert np.isfinite(res["mean_test_score"][search.best_index_])
+    assert search.incumbent_trajectory_[-1][1] == search.best_params_
+
+
+def test_single_trial_budget_runs_one_configuration_on_all_data(data):
+    X, y = data
+    search = _search(n_iter=1).fit(X, y)
+    assert list(search.cv_results_["role"]) == ["final"]
+    assert search.cv_results_["resource_fraction"][0] == 1.0
+
+
+def test_parallel_workers_are_kept_busy(data):
+    X, y = data
+    asks = []
+    search = _search(n_iter=30, n_initial_points=1000, n_jobs=2, asynchronous=True)
+    ask = search._ask
+
+    def spy(ctx, n_slots):
+        trials = ask(ctx, n_slots)
+        asks.append((n_slots, ctx.n_remaining(), len(trials)))
+        return trials
+
+    search._ask = spy
+    with parallel_backend("threading", n_jobs=2):
+        search.fit(X, y)
+    assert len(search.cv_results_["params"]) == 30
+    _assert_asha_rules_async(search)
+    # every ask with budget to spare (one trial is kept for the final
+    # evaluation until a configuration reaches all data) gets a trial
+    assert all(n >= 1 for slots, left, n in asks if left > 1)
+
+
+def _assert_asha_rules_async(search):
+    rows = _rows(search)
+    pairs = [(r["a"], r["rung"]) for r in rows]
+    assert len(set(pairs)) == len(pairs)
+
+
+# ----------------------------------------------------------------------
+# the hedge: crossing and parallel learning curves
+# ----------------------------------------------------------------------
+def test_crossing_curves_raise_the_base_rung(data):
+    X, y = data
+    search = _search(
+        crossing=True, n_iter=90, n_initial_points=1000, hedge_fraction=0.5
+    ).fit(X, y)
+    # rungs 0 and 1 rank backwards, rungs 2-4 agree
+    assert search.base_rung_ == 2
+    assert [b for _, b in search.base_rung_trajectory_] == [0, 1, 2]
+    assert search.rung_agreement_[0].misleads
+    assert search.rung_agreement_[1].misleads
+    rows = _rows(search)
+    rises = [(-1, 0)] + [
+        (next(r["iter"] for r in rows if r["elapsed"] == when), base)
+        for when, base in search.base_rung_trajectory_[1:]
+    ]
+    for r in rows:
+        # the base rung when the trial was proposed
+        base = max(b for it, b in rises if it < r["iter"])
+        # nothing starts below the base, nothing is promoted from below it
+        if r["role"] in ("new", "probe"):
+            assert r["rung"] == base, r
+        if r["role"] == "promoted":
+            assert r["rung"] > base, r
+        if r["role"] == "hedge":
+            assert r["rung"] == base + 2, r
+    # the configuration returned is good on all data, not on 20 rows
+    assert abs(search.best_params_["a"] - 0.8) < 0.15
+    assert search.cv_results_["resource_fraction"][search.best_index_] == 1.0
+
+
+def test_parallel_curves_keep_the_base_rung(data):
+    X, y = data
+    search = _search(n_iter=60, n_initial_points=1000, hedge_fraction=0.5).fit(X, y)
+    assert search.base_rung_ == 0
+    assert search.base_rung_trajectory_ == [(0.0, 0)]
+    agreement = search.rung_agreement_[0]
+    assert agreement.judged and not agreement.misleads
+    roles = list(search.cv_results_["role"])
+    assert roles.count("hedge") >= 5
+    # each hedge has its probe, on the base rung, proposed together
+    rows = _rows(search)
+    for r in rows:
+        if r["role"] == "hedge":
+            probe = [q for q in rows if q["a"] == r["a"] and q["role"] == "probe"]
+            assert len(probe) == 1 and probe[0]["rung"] == 0
+            assert probe[0]["iter"] == r["iter"] and r["rung"] == 2
+    assert abs(search.best_params_["a"] - 0.8) < 0.15
+
+
+def test_gp_proposes_after_the_initial_points(data):
+    X, y = data
+    search = _search(
+        n_iter=30, n_initial_points=6, random_fraction=0.0, hedge_fraction=0.0
+    ).fit(X, y)
+    res = search.cv_results_
+    value = np.asarray(res["acquisition_value"], float)
+    new = np.asarray(res["role"]) == "new"
+    proposed = new & np.isfinite(value)
+    assert np.all(np.isnan(value[:6]))
+    assert proposed.sum() >= 3
+    a = np.array([p["a"] for p in res["params"]])
+    # EI on the highest well-observed rung looks near the optimum, a = 0.8
+    assert np.median(np.abs(a[proposed] - 0.8)) < 0.25
+
+
+# ----------------------------------------------------------------------
+# small data, resume, estimator API
+# ----------------------------------------------------------------------
+def test_small_data_warns_and_runs_plain_bo_on_all_data(data):
+    X, y = data
+    X, y = X[:160], y[:160]  # 80 training rows: 20 -> 60 -> 80, two rungs
+    search = _search(n_iter=5, n_initial_points=3)
+    with pytest.warns(UserWarning, match="plain Bayesian optimisation"):
+        search.fit(X, y)
+    assert search.fallback_
+    np.testing.assert_array_equal(search.cv_results_["resource_fraction"], 1.0)
+    assert len(search.cv_results_["params"]) == 5
+    assert search.best_index_ == int(np.argmax(search.cv_results_["mean_test_score"]))
+
+
+def test_resume_continues_the_base_rung_and_the_rungs(data, tmp_path, killed_copy):
+    X, y = data
+    kw = dict(
+        crossing=True,
+        n_iter=60,
+        n_initial_points=1000,
+        hedge_fraction=0.5,
+        run_name="r",
+    )
+    first = _search(store=tmp_path / "a.db", **kw).fit(X, y)
+    rows = _rows(first)
+    when = first.base_rung_trajectory_[1][0]
+    cut = max(i for i, r in enumerate(rows) if r["elapsed"] == when) + 1
+    killed_copy(tmp_path / "a.db", tmp_path / "b.db", finished=range(cut))
+
+    resumed = _search(store=tmp_path / "b.db", **kw).fit(X, y)
+    again = _rows(resumed)
+    assert len(again) == 60
+    assert [(r["a"], r["rung"]) for r in again[:cut]] == [
+        (r["a"], r["rung"]) for r in rows[:cut]
+    ]
+    # the rise is read back from the store, and new work starts above it
+    assert resumed.base_rung_trajectory_[1] == first.base_rung_trajectory_[1]
+    starts = [r["rung"] for r in again[cut:] if r["role"] in ("new", "probe")]
+    assert starts and min(starts) >= 1
+    pairs = [(r["a"], r["rung"]) for r in again]
+    assert len(set(pairs)) == len(pairs)
+
+
+def test_same_seed_same_sequence(data):
+    X, y = data
+    kw = dict(n_iter=20, n_initial_points=5, hedge_fraction=0.3)
+    one = _search(**kw).fit(X, y)
+    two = _search(**kw).fit(X, y)
+    key = lambda s: [(r["a"], r["rung"], r["role"]) for r in _rows(s)]  # noqa: E731
+    assert key(one) == key(two)
+
+
+def test_clone_and_pickle(data):
+    X, y = data
+    search = _search(n_iter=8, n_initial_points=3)
+    twin = clone(search)
+    assert twin.get_params()["hedge_fraction"] == 0.2
+    assert twin.get_params()["factor"] == 3
+    search.fit(X, y)
+    restored = pickle.loads(pickle.dumps(search))
+    assert restored.best_params_ == search.best_params_
+    assert restored.n_resources_ == RUNG_ROWS
+
+
+@pytest.mark.parametrize(
+    "params, fragment",
+    [
+        ({"factor": 1}, "factor"),
+        ({"factor": "3"}, "factor"),
+        ({"random_fraction": 1.5}, "random_fraction"),
+        ({"hedge_fraction": -0.1}, "hedge_fraction"),
+        ({"n_initial_points": 0}, "n_initial_points"),
+        ({"min_resources": "smallest"}, "min_resources"),
+        ({"min_resources": 5000}, "min_resources=5000 is larger"),
+    ],
+)
+def test_bad_parameters_are_named(data, params, fragment):
+    X, y = data
+    with pytest.raises(ValueError, match=fragment):
+        _search(n_iter=3, **params).fit(X, y)
