@@ -91,9 +91,25 @@ def _sizing(
     return sizing
 
 
-def _run_subprocess(
+def run_subprocess(
     spec: dict, spec_path: Path, out_path: Path, log_path: Path, timeout: float
 ) -> dict:
+    """Run :mod:`benchmarks.execute` on ``spec`` in a fresh interpreter.
+
+    Returns its record (or a "timed out" / "failed" one) with the machine's
+    1-minute load average when the run started and ended: other work on the
+    machine slows every run.
+    """
+    load_before = os.getloadavg()[0]
+    record = _execute(spec, spec_path, out_path, log_path, timeout)
+    record.update(load_before=load_before, load_after=os.getloadavg()[0])
+    return record
+
+
+def _execute(
+    spec: dict, spec_path: Path, out_path: Path, log_path: Path, timeout: float
+) -> dict:
+    out_path.unlink(missing_ok=True)
     spec_path.write_text(json.dumps(spec, indent=1))
     cmd = [sys.executable, "-m", "benchmarks.execute", str(spec_path), str(out_path)]
     start = time.time()
@@ -237,10 +253,7 @@ def run_task(
                     "work_dir": str(out / "work" / task.name / f"{name}-seed{seed}"),
                 }
                 timeout = args.timeout_factor * args.budget + 60
-                # Other work on the machine slows every run: keep the load.
-                load = os.getloadavg()[0]
-                out_path.unlink(missing_ok=True)
-                record = _run_subprocess(
+                record = run_subprocess(
                     spec,
                     runs_dir / f"{name}-seed{seed}.spec.json",
                     out_path,
@@ -249,8 +262,6 @@ def run_task(
                 )
                 if record["status"] == "timed out":
                     record = _salvage(record, spec, task)
-                record["load_before"] = load
-                record["load_after"] = os.getloadavg()[0]
             record.update(method=name, seed=seed, task=task.name, budget=args.budget)
             out_path.write_text(json.dumps(record))
             extra = (
