@@ -617,3 +617,28 @@ def test_race_report_from_a_constructed_folder(tmp_path, monkeypatch):
     # one task of the 8 counted in (b) and (c): met on it, the target still short
     assert "**MISSED** (1 met, 0 missed, 0 incomplete)" in md
     assert (folder / "summary.md").is_file()
+
+
+def test_throughput_pairs_compare_the_same_number_of_trials():
+    from benchmarks.studies.throughput import best_after, pair_row, verdict
+
+    def rec(scores, fractions, wall):
+        trials = [
+            {"score": s, "fraction": f} for s, f in zip(scores, fractions, strict=True)
+        ]
+        return {"n_trials": len(trials), "wall": wall, "trials": trials}
+
+    # halving-like: the 0.95 on a small fraction never beats the full-data trials
+    trials = rec([0.7, 0.95, 0.8, 0.9], [1.0, 0.1, 1.0, 1.0], 1.0)["trials"]
+    assert best_after(trials, 2) == 0.7 and best_after(trials, 4) == 0.9
+    assert math.isnan(best_after(trials, 0))
+    one = {**rec([0.7, 0.8, np.nan], [1.0] * 3, 10.0), "load_before": 1.0}
+    two = {**rec([0.7, 0.75, 0.85, 0.9, 0.95, 0.99], [1.0] * 6, 10.0)}
+    one["load_after"] = two["load_before"] = two["load_after"] = 2.0
+    row = pair_row(one, two)
+    assert row["ratio"] == pytest.approx(2.0) and row["n_compared"] == 3
+    # best after 3 trials each: 0.80 against 0.85
+    assert row["best_diff"] == pytest.approx(0.05)
+    assert verdict([row]) == (True, pytest.approx(2.0), pytest.approx(0.05))
+    assert not verdict([{**row, "ratio": 1.7}])[0]
+    assert not verdict([{**row, "best_diff": -0.006}])[0]
