@@ -22,7 +22,11 @@ from .._cost_model import CostModel, overhead_seconds
 from .._numerics import single_blas_thread
 from .._trial import SearchContext, Trial
 from .._validation import check_fractions
-from ..acquisition.entropy import entropy_search_per_cost, representers_by_ei
+from ..acquisition.entropy import (
+    INFORMATION,
+    entropy_search_per_cost,
+    representers_by_ei,
+)
 from ..gp import GPSurrogate
 from ..gp.fabolas_kernels import (
     FractionAxis,
@@ -106,6 +110,13 @@ class FabolasSearchCV(BaseBayesSearchCV):
     overhead : "measured" or float, default="measured"
         Seconds added to every candidate's predicted cost: the previous
         proposal's duration, or a fixed number (0 disables it).
+    information : {"relative_entropy", "entropy_reduction"}, \
+            default="relative_entropy"
+        What eq. 7 divides by the cost: the expected relative entropy of the
+        updated ``p_min`` to the uniform measure on the representers, as the
+        paper writes it, or the expected entropy reduction of ``p_min``
+        (the form its footnote 3 sets aside). The first favours cheap
+        subsets more (measurements: ``doc/design/fabolas.rst``).
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -181,6 +192,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
             StrOptions({"measured"}),
             Interval(numbers.Real, 0, None, closed="left"),
         ],
+        "information": [StrOptions(set(INFORMATION))],
     }
 
     def __init__(
@@ -198,6 +210,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         n_representers: int = 50,
         n_hyper_samples: int = 10,
         overhead: str | float = "measured",
+        information: str = "relative_entropy",
         scoring: Any = None,
         n_jobs: int | None = None,
         refit: bool | str | Any = True,
@@ -217,6 +230,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
         self.n_representers = n_representers
         self.n_hyper_samples = n_hyper_samples
         self.overhead = overhead
+        self.information = information
 
     def _resolve_min_resources(self, ctx: SearchContext) -> int:
         if self.min_resources != "auto":
@@ -358,6 +372,7 @@ class FabolasSearchCV(BaseBayesSearchCV):
             self._cost_gp.predict_mean,
             ctx.rng,
             overhead=overhead,
+            information=self.information,
             cost=cautious_cost,
             max_cost=max_cost,
             pmap=pmap,

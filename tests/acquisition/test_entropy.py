@@ -120,6 +120,29 @@ def test_information_gain_zero_where_certain_larger_where_uncertain(problem):
     assert ig0[0] == 0.0
 
 
+def test_relative_entropy_is_the_gain_plus_a_constant(problem):
+    # E[KL(p' || u)] = log N - E[H(p')] = gain + (log N - H(p)), the same
+    # offset for every candidate; a candidate that cannot move f(Z) keeps it
+    X, y, Z, _, noise = problem
+    cands = np.array([[0.1], [0.37], [0.95]])
+    n = len(Z)
+    mean, cov = _gp_posterior(X, y, np.vstack([Z, cands]), noise)
+    normals = standard_normal_draws(512, n + 1, np.random.default_rng(5))
+    post = RepresenterPosterior(mean[:n], cov[:n, :n], normals)
+    cross, var_y = cov[n:, :n], np.diag(cov)[n:] + noise
+    kl = post.relative_entropy(cross, var_y)
+    gain = post.information_gain(cross, var_y)
+    offset = np.log(n) - post.entropy_
+    np.testing.assert_allclose(kl - gain, offset, atol=1e-12)
+    assert offset > 0 and np.all(kl >= 0)
+    zero = post.relative_entropy(np.zeros((1, n)), np.array([1.0]))
+    assert zero[0] == pytest.approx(offset, abs=1e-12)
+    # on the leading draws, the offset is that of the smaller estimate
+    lead = post.relative_entropy(cross, var_y, n_samples=64)
+    small = RepresenterPosterior(mean[:n], cov[:n, :n], normals[:64])
+    np.testing.assert_allclose(lead, small.relative_entropy(cross, var_y))
+
+
 def test_information_gain_matches_brute_force(problem):
     """Vectorised CRN estimate vs fresh sampling from each updated posterior."""
     X, y, Z, _, noise = problem
@@ -254,7 +277,10 @@ def test_representers_by_ei_weights_by_mean_ei_over_the_posteriors(surrogate):
     assert hits[12:24].mean() > 3 * hits[48:].mean()
 
 
-def test_entropy_search_per_cost_is_the_mean_gain_per_second(surrogate):
+@pytest.mark.parametrize("information", ["relative_entropy", "entropy_reduction"])
+def test_entropy_search_per_cost_is_the_mean_information_per_second(
+    surrogate, information
+):
     gp, _ = surrogate
     Z = np.linspace(0.0, 1.0, 9)[:, None]
     U = np.array([[0.05], [0.3], [0.62], [0.95]])
@@ -268,6 +294,7 @@ def test_entropy_search_per_cost_is_the_mean_gain_per_second(surrogate):
         log_cost,
         np.random.default_rng(3),
         overhead=0.5,
+        information=information,
         n_samples=256,
         n_screen=64,
     )
@@ -277,13 +304,47 @@ def test_entropy_search_per_cost_is_the_mean_gain_per_second(surrogate):
         rep = RepresenterPosterior(*post.predict(Z, full_cov=True), normals)
         cross = post.cross_cov(U, Z)
         var_y = post.predict(U)[1] + post.noise_var
-        gains.append(rep.information_gain(cross, var_y))
-        gains_screen.append(rep.information_gain(cross, var_y, n_samples=64))
+        measure = getattr(
+            rep,
+            "relative_entropy"
+            if information == "relative_entropy"
+            else "information_gain",
+        )
+        gains.append(measure(cross, var_y))
+        gains_screen.append(measure(cross, var_y, n_samples=64))
     expected = fabolas_acquisition(np.vstack(gains), log_cost(U), 0.5)
     np.testing.assert_allclose(precise(U), expected, rtol=1e-9, atol=1e-12)
     expected = fabolas_acquisition(np.vstack(gains_screen), log_cost(U), 0.5)
     np.testing.assert_allclose(screen(U), expected, rtol=1e-9, atol=1e-12)
     assert np.all(expected[[0, 3]] > 0)  # informative candidates
+
+
+def test_the_paper_form_favours_cheap_candidates_more(surrogate):
+    # eq. 7 as written adds log N - H(p_min) to every candidate's information,
+    # so divided by a cost it moves the choice towards the cheap end
+    gp, _ = surrogate
+    Z = np.linspace(0.0, 1.0, 9)[:, None]
+    U = np.linspace(0.0, 1.0, 41)[:, None]
+
+    def log_cost(V):  # cost rises steeply towards U = 1
+        return 4.0 * V[:, 0][None, :]
+
+    def argmax(information):
+        _, precise = entropy_search_per_cost(
+            gp.posteriors,
+            Z,
+            log_cost,
+            np.random.default_rng(0),
+            information=information,
+            n_samples=256,
+        )
+        return int(np.argmax(precise(U)))
+
+    assert argmax("relative_entropy") < argmax("entropy_reduction")
+    with pytest.raises(ValueError, match="information"):
+        entropy_search_per_cost(
+            gp.posteriors, Z, log_cost, np.random.default_rng(0), information="kl"
+        )
 
 
 def test_entropy_search_per_cost_marks_unaffordable_and_ignores_threads(surrogate):
