@@ -26,8 +26,10 @@ __all__ = [
     "AGREEMENT_THRESHOLD",
     "MIN_PAIRS",
     "Agreement",
+    "agreement_between",
     "agreement_by_level",
     "rank_agreement",
+    "size_level",
     "smallest_trusted_level",
 ]
 
@@ -168,3 +170,68 @@ def smallest_trusted_level(agreements: dict[int, Agreement], lowest: int = 0) ->
     """
     bad = [level for level, a in agreements.items() if a.misleads]
     return max(lowest, max(bad) + 1) if bad else lowest
+
+
+def agreement_between(
+    keys: Sequence[Hashable],
+    levels: Sequence[int],
+    scores: Sequence[float],
+    low: int,
+    high: int,
+) -> Agreement:
+    """Agreement of two given levels, over the configurations evaluated at both.
+
+    Unlike :func:`agreement_by_level`, which pairs each configuration with
+    the next larger level *it* reached, only the two named levels count, so
+    every pair spans the same gap and the scores on each side are
+    comparable with one another.
+
+    Parameters
+    ----------
+    keys, levels, scores : sequence
+        As in :func:`agreement_by_level`.
+    low, high : int
+        The smaller and the larger level.
+
+    Returns
+    -------
+    Agreement
+        At level ``low``.
+
+    Examples
+    --------
+    >>> keys = list("abcdef") * 2 + ["g"]
+    >>> levels = [0] * 6 + [2] * 6 + [1]
+    >>> scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6] * 2 + [0.9]
+    >>> a = agreement_between(keys, levels, scores, 0, 2)
+    >>> round(a.tau, 6), a.n_pairs, a.judged
+    (1.0, 6, True)
+    """
+    at: dict[int, dict[Hashable, float]] = {low: {}, high: {}}
+    for key, level, score in zip(keys, levels, scores):
+        if int(level) in at and np.isfinite(score):
+            at[int(level)][key] = float(score)
+    both = [key for key in at[low] if key in at[high]]
+    tau = rank_agreement([at[low][k] for k in both], [at[high][k] for k in both])
+    return Agreement(int(low), tau, len(both))
+
+
+def size_level(rows: int, min_rows: int, factor: float, n_train: int) -> int:
+    """The level of a subset of ``rows`` on the ladder ``min_rows * factor**k``.
+
+    The largest ``k`` whose size is at most ``rows`` (up to rounding); all
+    ``n_train`` rows are the top level, ``ceil(log_factor(n_train /
+    min_rows))``.
+
+    Examples
+    --------
+    >>> [size_level(r, 70, 4, 37500) for r in (70, 279, 280, 4480, 30000, 37500)]
+    [0, 0, 1, 3, 4, 5]
+    """
+    log_factor = math.log(float(factor))
+    top = max(0, math.ceil(math.log(n_train / min_rows) / log_factor - 1e-9))
+    if rows >= n_train:
+        return top
+    ratio = max(float(rows), float(min_rows)) / float(min_rows)
+    level = math.floor(math.log(ratio) / log_factor + 1e-9)
+    return int(min(max(level, 0), max(top - 1, 0)))

@@ -7,8 +7,10 @@ from skbayes_search._fidelity import (
     AGREEMENT_THRESHOLD,
     MIN_PAIRS,
     Agreement,
+    agreement_between,
     agreement_by_level,
     rank_agreement,
+    size_level,
     smallest_trusted_level,
 )
 
@@ -59,3 +61,35 @@ def test_smallest_trusted_level_is_above_the_largest_misleading_one(lowest):
     }
     assert smallest_trusted_level(agreements, lowest) == 3
     assert smallest_trusted_level({}, lowest) == lowest
+
+
+def test_agreement_between_pairs_only_the_two_named_levels():
+    # "a".."f" ranked alike at levels 0 and 1; at level 0 and 3 reversed;
+    # agreement_by_level would mix the level-1 and level-3 scores into the
+    # pairs of level 0, agreement_between keeps them apart
+    keys = list("abcdef") * 3
+    levels = [0] * 6 + [1] * 6 + [3] * 6
+    low = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    scores = low + [v + 0.05 for v in low] + [0.9 - v for v in low]
+    near = agreement_between(keys, levels, scores, 0, 1)
+    far = agreement_between(keys, levels, scores, 0, 3)
+    assert near.level == far.level == 0
+    assert near.tau == pytest.approx(1.0) and not near.misleads
+    assert far.tau == pytest.approx(-1.0) and far.misleads
+    # a configuration missing at either level is left out; failures too
+    scores[17] = np.nan
+    assert agreement_between(keys, levels, scores, 0, 3).n_pairs == 5
+    assert agreement_between(keys, levels, scores, 1, 2).n_pairs == 0
+    assert math.isnan(agreement_between(keys, levels, scores, 1, 2).tau)
+
+
+def test_size_level_floors_on_the_ladder_and_tops_at_all_rows():
+    assert size_level(10, 10, 4, 1000) == 0
+    assert size_level(39, 10, 4, 1000) == 0
+    assert size_level(40, 10, 4, 1000) == 1
+    assert size_level(999, 10, 4, 1000) == 3  # below all rows: never the top
+    assert size_level(1000, 10, 4, 1000) == 4  # ceil(log4(100)) = 4
+    assert size_level(5, 10, 4, 1000) == 0  # below the floor
+    # a ladder that ends exactly on all rows
+    assert size_level(640, 10, 4, 640) == 3
+    assert size_level(160, 10, 4, 640) == 2
