@@ -296,8 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {task}, budget {budget:g} s", flush=True)
             run_task(task, settings, args.methods, folder, avail, args.seeds)
         # After every task, so a stopped race still has its report.
-        path = report(out)
-    print(f"wrote {path}", flush=True)
+        print(f"wrote {report(out)}", flush=True)
     failed = [r for r in runs if r.method in OURS and r.status == "failed"]
     for r in failed:
         print(f"FAILED: {r.path.relative_to(out)}", flush=True)

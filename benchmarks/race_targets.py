@@ -175,8 +175,10 @@ def sooner_check(
     theirs = _median(cells[peer]["ttt"])
     ratio = theirs / ours if ours > 0 else math.inf
     met = bool(np.isfinite(ours) and ratio >= factor)
-    ratio_txt = f"{ratio:.2f}x" if np.isfinite(ratio) else "n/a"
-    text = f"{_secs(ours)} vs {peer} {_secs(theirs)} ({ratio_txt})"
+    if np.isfinite(ratio):
+        text = f"{_secs(ours)} vs {peer} {_secs(theirs)} ({ratio:.2f}x)"
+    else:
+        text = f"{_secs(ours)} vs {peer} {_secs(theirs)}"
     return (MET if met else MISSED), text
 
 
