@@ -17,6 +17,8 @@ Harness modules:
 - ``metrics``: pure functions on trajectories (incumbent, time-to-target, ...).
 - ``report``: ``trajectories.csv``, ``summary.md`` and convergence plots.
 - ``run``: the command line that ties them together.
+- ``race``: the large-data race over ``run``'s machinery (``race_targets``: its
+  figures and targets; ``race_report``: ``race.md`` and ``race.csv``).
 """
 
 from pathlib import Path
