@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._cost_model import (
+    RESERVE_MARGIN,
     RESERVE_MAX_SHARE,
     cost_curve,
     reserve_seconds,
@@ -240,17 +241,31 @@ class RungLedger:
         return fractions, costs, keys
 
     def seconds_allowed(
-        self, time_left: float, max_time: float, n_splits: int, n_jobs: int
+        self,
+        time_left: float,
+        max_time: float,
+        grace: float,
+        n_splits: int,
+        n_jobs: int,
     ) -> float:
-        """Wall seconds a trial started now may take: the time left, less the
-        incumbent's all-data evaluation (at most half of ``max_time``) while
-        no configuration has been measured on all data."""
+        """Wall seconds a trial started now may take.
+
+        While no configuration has been measured on all data: the time left
+        less the incumbent's all-data evaluation (at most half of
+        ``max_time``). When that evaluation is predicted, even without its
+        safety margin, to outlast what the search could ever keep for it
+        (half of ``max_time`` plus the ``grace`` the final trial gets past
+        it), keeping time would only shorten the search: nothing is kept.
+        """
         if self.incumbent is None or self.successes(self.rungs.top):
             return time_left
         fractions, costs, keys = self._cost_table()
         own = [key == self.incumbent[0] for key in keys]
         reserve = reserve_seconds(fractions, costs, own, n_splits, n_jobs)
-        return time_left - min(reserve, RESERVE_MAX_SHARE * max_time)
+        most = RESERVE_MAX_SHARE * max_time
+        if reserve / RESERVE_MARGIN > most + grace:
+            return time_left
+        return time_left - min(reserve, most)
 
     def fits_in(
         self, seconds: float, n_splits: int, n_jobs: int

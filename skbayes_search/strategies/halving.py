@@ -18,6 +18,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV, shared_params
+from .._loop import final_deadline
 from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
 from .._validation import min_resources_rows
@@ -37,7 +38,7 @@ __all__ = ["HalvingBayesSearchCV"]
 #: Fewest rungs (the all-data rung included) for halving; fewer: plain BO.
 MIN_RUNGS = 3
 # Observations the GP is fitted on: its MAP refit grows as n^3 (0.18 s at
-# 300, 1.8 s at 600 on one core), and the highest rungs matter most.
+# 300, 1.8 s at 600 on one core).
 _MAX_MODELLED = 250
 # Best configurations at the modelled rung whose neighbourhoods seed the search.
 _N_SEEDS = 3
@@ -49,15 +50,15 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     """Asynchronous successive halving with GP proposals and a subset-size hedge.
 
     Training-set sizes form rungs ``min_resources * factor**k``, the top
-    rung all rows. New configurations start on the smallest trusted rung;
-    whenever a worker would idle, a configuration in the top ``1 / factor``
-    of a rung's finished trials climbs to the next rung (ASHA, Li et al.
-    2020). After ``n_initial_points`` random configurations, new ones
-    maximise the expected improvement of one GP over (configuration, subset
-    size) at the highest well-observed rung, except a share
-    ``random_fraction`` drawn at random (as BOHB does with a density model).
-    A share ``hedge_fraction`` of the new configurations starts two rungs
-    higher, with a *probe* on the base rung: when the probes' ranking
+    rung all rows. New configurations start on the smallest trusted rung,
+    the *base*; whenever a worker would idle, a configuration in the top
+    ``1 / factor`` of a rung's finished trials climbs to the next rung
+    (ASHA, Li et al. 2020). After ``n_initial_points`` random
+    configurations, new ones maximise the expected improvement on the base
+    rung of one GP over (configuration, subset size) fitted on every trusted
+    rung, except a share drawn at random (as BOHB does with a density
+    model). A share ``hedge_fraction`` of the new configurations starts two
+    rungs higher, with a *probe* on the base rung: when the probes' ranking
     disagrees with the higher rung's, small subsets mislead (learning curves
     cross) and the base rung moves up. Every answer is measured on all data.
     Users' guide: ``doc/strategies/halving.rst``.
@@ -75,9 +76,11 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     max_time : float, default=None
         Wall-clock budget in seconds, overhead included. While no
         configuration has been measured on all data, time is kept for the
-        incumbent's all-data evaluation (at most half of ``max_time``) and
-        trials predicted not to fit in the rest are not started; that final
-        evaluation may run 10 % of ``max_time`` (at least 1 s) past it.
+        incumbent's all-data evaluation (at most half of ``max_time``; none
+        when it is predicted not to fit even so) and trials predicted not to
+        fit in the rest are not started; that final evaluation may run 10 %
+        of ``max_time`` (at least 1 s) past it, and if it is stopped there
+        the answer is the best trial on a subset, with a warning.
     trial_timeout : float, default=None
         Seconds one trial may run; a trial past it is stopped and recorded as
         failed with the reason (user guide, "Budgets").
@@ -95,11 +98,13 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         ``1 / factor`` of a rung climbs.
     n_initial_points : int, default=10
         Successful trials before the GP proposes new configurations.
-    random_fraction : float, default=1/3
-        Share of new configurations drawn at random once the GP proposes.
+    random_fraction : float, default=0.2
+        Share of the other new configurations drawn at random once the GP
+        proposes (with the hedges, about a third of all are random).
     hedge_fraction : float, default=0.2
-        Share of new configurations that start two rungs above the base rung,
-        each with a probe on the base rung; 0 never doubts the base rung.
+        Share of new configurations that are drawn at random and start two
+        rungs above the base rung, each with a probe on the base rung; 0
+        never doubts the base rung.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -200,7 +205,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         min_resources: str | int = "auto",
         factor: float = 3,
         n_initial_points: int = 10,
-        random_fraction: float = 1 / 3,
+        random_fraction: float = 0.2,
         hedge_fraction: float = 0.2,
         scoring: Any = None,
         n_jobs: int | None = None,
@@ -285,16 +290,19 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         seconds = math.inf
         if ctx.max_time is not None:
             seconds = ledger.seconds_allowed(
-                ctx.time_left(), ctx.max_time, ctx.n_splits, ctx.n_jobs_effective
+                ctx.time_left(),
+                ctx.max_time,
+                final_deadline(ctx.max_time) - ctx.max_time,
+                ctx.n_splits,
+                ctx.n_jobs_effective,
             )
         if room <= 0 or seconds <= 0:
             return []
         fits = ledger.fits_in(seconds, ctx.n_splits, ctx.n_jobs_effective)
         busy: dict[bytes, set[int]] = defaultdict(set)
-        running: list[tuple[np.ndarray, float]] = []
-        for t, x in zip(ctx.pending, ctx.X_pending()):
+        running = list(ctx.X_pending())
+        for t, x in zip(ctx.pending, running):
             busy[x.tobytes()].add(rungs.of(t.fraction))
-            running.append((x, t.fraction))
         trials: list[Trial] = []
         hedges: list[bool] = []
         base = ledger.base
@@ -307,7 +315,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 key, k = promotion
                 busy[key].add(k)
                 x = np.frombuffer(key)
-                running.append((x, rungs.fractions[k]))
+                running.append(x)
                 trials.append(self._trial(ledger.params(key), k, it, "promoted"))
                 continue
             n_used = len(trials) + len(hedges) + sum(hedges)
@@ -318,8 +326,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 and bool(ctx.rng.random() < self.hedge_fraction)
             )
         if hedges and fits(None, base):
-            U, values = self._new_configurations(ctx, running, hedges)
-            for x, value, hedge in zip(U, values, hedges):
+            for x, value, hedge in self._new_configurations(ctx, running, hedges):
                 params = ctx.space.from_unit(x[None, :])[0]
                 role = "probe" if hedge else "new"
                 trials.append(self._trial(params, base, it, role, value))
@@ -336,28 +343,32 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
 
     def _new_configurations(
         self, ctx: SearchContext, running: list, hedges: list[bool]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Unit-cube points of unseen configurations, one per slot, and their
-        acquisition values (nan: random): random ones first, then the GP's
-        batch conditioned on everything running."""
-        n, n_x = len(hedges), ctx.space.n_dims
-        n_random = n
-        if ctx.n_succeeded() >= self.n_initial_points:
-            n_random = int(np.sum(ctx.rng.random(n) < self.random_fraction))
-        seen = np.vstack([ctx.X(), *[x[None, :] for x, _ in running]])
-        U = self._random_points(ctx, seen, n_random)
-        values = np.full(len(U), np.nan)
-        if len(U) < n:
-            base = self._rungs.fractions[self._ledger.base]
-            extra = running + [(x, base) for x in U]
-            U_gp, v_gp = self._gp_points(ctx, extra, n - len(U))
-            U, values = np.vstack([U, U_gp]), np.concatenate([values, v_gp])
-        if len(U) < n:
-            # no model yet, or a finite space nearly exhausted
-            more = self._random_points(ctx, np.vstack([seen, U]), n - len(U))
-            U = np.vstack([U, more]).reshape(-1, n_x)
-            values = np.concatenate([values, np.full(len(more), np.nan)])
-        return U, values
+    ) -> list[tuple[np.ndarray, float, bool]]:
+        """``(unit-cube point, acquisition value or nan, hedge)`` of unseen
+        configurations, one per slot while the space lasts. Hedges are always
+        random: their probe pairs must not be chosen by a model of the very
+        rungs they test."""
+        n_x = ctx.space.n_dims
+        modelled = ctx.n_succeeded() >= self.n_initial_points
+        draws = ctx.rng.random(len(hedges))
+        by_gp = [
+            modelled and not h and d >= self.random_fraction
+            for h, d in zip(hedges, draws)
+        ]
+        n_gp = sum(by_gp)
+        seen = np.vstack([ctx.X(), np.reshape(running, (-1, n_x))])
+        U = self._random_points(ctx, seen, len(hedges) - n_gp)
+        U_gp, v_gp = self._gp_points(ctx, running + list(U), n_gp)
+        # a finite space nearly exhausted: random points, if any are left
+        more = self._random_points(ctx, np.vstack([seen, U, U_gp]), n_gp - len(U_gp))
+        from_gp = iter([*zip(U_gp, v_gp), *((x, np.nan) for x in more)])
+        at_random = iter((x, np.nan) for x in U)
+        out = []
+        for hedge, gp in zip(hedges, by_gp):
+            point = next(from_gp if gp else at_random, None)
+            if point is not None:
+                out.append((point[0], float(point[1]), hedge))
+        return out
 
     def _random_points(
         self, ctx: SearchContext, seen: np.ndarray, n: int
@@ -369,57 +380,52 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     def _gp_points(
         self, ctx: SearchContext, running: list, n: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Maximisers of expected improvement at the highest rung (at or
-        above the base) with ``n_dims + 2`` successes, from a GP over
-        (configuration, subset size) fitted on the trusted rungs' trials."""
+        """Maximisers of expected improvement on the base rung, where a new
+        configuration is evaluated and ranked, from a GP over (configuration,
+        subset size) fitted on the trusted rungs' trials; the running
+        configurations and the batch so far enter as Monte Carlo fantasies
+        there."""
         ledger, rungs, axis = self._ledger, self._rungs, self._axis
-        n_x = ctx.space.n_dims
-        target = next(
-            (
-                k
-                for k in range(rungs.top, ledger.base - 1, -1)
-                if len(ledger.successes(k)) >= n_x + 2
-            ),
-            None,
-        )
-        if n <= 0 or n_x == 0 or target is None:
+        n_x, base = ctx.space.n_dims, ledger.base
+        if n <= 0 or n_x == 0 or len(ledger.successes(base)) < 2:
             return np.empty((0, n_x)), np.empty(0)
         level = np.array([rungs.of(t.fraction) for t in ctx.trials])
-        use = np.flatnonzero(level >= ledger.base)
-        # highest rungs first, then the latest trials
-        use = use[np.lexsort((-use, -level[use]))][:_MAX_MODELLED]
+        # the rungs above the base (highest first, then the latest) fill at
+        # most half of the model; the latest base-rung trials the rest
+        above = np.flatnonzero(level > base)
+        above = above[np.lexsort((-above, -level[above]))][: _MAX_MODELLED // 2]
+        at_base = np.flatnonzero(level == base)[::-1]
+        use = np.concatenate([above, at_base[: _MAX_MODELLED - len(above)]])
         trials = [ctx.trials[i] for i in use]
         X = ctx.X(trials)
         scores = ctx.scores(trials)
-        loss = scores_to_loss(scores, error_kind(scores))
+        kind = error_kind(scores)
+        loss = scores_to_loss(scores, kind)
         fractions = np.array([t.fraction for t in trials])
         self._gp.fit(axis.with_s(X, axis.to_s(fractions)), loss)
-        at_target = (level[use] == target) & np.isfinite(scores)
-        y_best = float(loss[at_target].min())
-        s_target = float(axis.to_s(rungs.fractions[target]))
-        base_x = np.array([x for x, _ in running]).reshape(-1, n_x)
-        base_in = axis.with_s(base_x, axis.to_s([f for _, f in running]))
+        best_score = ledger.successes(base)[0][1]
+        y_best = float(scores_to_loss(np.array([best_score]), kind)[0])
+        s_base = float(axis.to_s(rungs.fractions[base]))
 
         def acquisition_for(P: np.ndarray | None) -> Any:
-            pending = None
-            if P is not None:
-                chosen = axis.with_s(P[len(base_in) :], s_target)
-                pending = np.vstack([base_in, chosen])
+            pending = None if P is None else axis.with_s(P, s_base)
             ei = make_acquisition(
                 self._gp, "ei", y_best=y_best, X_pending=pending, rng=ctx.rng
             )
-            return lambda U: ei(axis.with_s(U, s_target))
+            return lambda U: ei(axis.with_s(U, s_base))
 
-        best = np.argsort(np.where(at_target, loss, np.inf), kind="stable")
+        on_base = np.flatnonzero(level[use] == base)
+        best = on_base[np.argsort(loss[on_base], kind="stable")[:_N_SEEDS]]
+        running_x = np.reshape(running, (-1, n_x))
         return propose_batch(
             acquisition_for,
             n,
             n_x,
             rng=ctx.rng,
             snap=ctx.space.snap,
-            seeds=X[best[: min(_N_SEEDS, int(at_target.sum()))]],
+            seeds=X[best],
             exclude=ctx.X(),
-            pending=base_x if len(base_x) else None,
+            pending=running_x if len(running_x) else None,
             n_candidates=_N_CANDIDATES,
         )
 
