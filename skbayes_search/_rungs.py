@@ -147,6 +147,7 @@ class RungLedger:
         # finishing order
         self._scores: list[dict[bytes, float]] = [{} for _ in range(n)]
         self._costs: list[dict[bytes, float]] = [{} for _ in range(n)]
+        self._roles: list[dict[bytes, str]] = [{} for _ in range(n)]
         self._params: dict[bytes, dict] = {}
         self._done: dict[bytes, set[int]] = defaultdict(set)
         self._pairs: list[tuple[bytes, int, float]] = []
@@ -166,9 +167,10 @@ class RungLedger:
             score = score if math.isfinite(score) else math.nan
             self._scores[k][key] = score
             self._costs[k][key] = float(t.cost)
+            self._roles[k][key] = str(t.extras.get("role", "new"))
             self._params.setdefault(key, dict(t.params))
             self._done[key].add(k)
-            if t.extras.get("role") in ("probe", "hedge"):
+            if self._roles[k][key] in ("probe", "hedge"):
                 self._pairs.append((key, k, score))
                 self._judge(t.elapsed_time)
             self._track_incumbent(t.elapsed_time)
@@ -184,18 +186,28 @@ class RungLedger:
             self.base = trusted
             self.base_trajectory.append((float(elapsed), trusted))
 
+    def _incumbent_rungs(self) -> list[int]:
+        """Rungs from the highest down that a configuration reached other
+        than as a hedge (a random configuration started high is no
+        evidence that the rung's best deserves trust)."""
+        return [
+            k
+            for k in range(self.rungs.top, -1, -1)
+            if any(
+                math.isfinite(s) and self._roles[k][key] != "hedge"
+                for key, s in self._scores[k].items()
+            )
+        ]
+
     def _track_incumbent(self, elapsed: float) -> None:
-        best = None
-        for k in range(self.rungs.top, -1, -1):
-            ok = [(s, key) for key, s in self._scores[k].items() if math.isfinite(s)]
-            if ok:
-                # the first of equal scores, as finished
-                score, key = max(ok, key=lambda v: v[0])
-                best = (key, k, score)
-                break
-        if best is not None and best != self.incumbent:
+        rungs = self._incumbent_rungs()
+        if not rungs:
+            return
+        # the first of equal scores, as finished
+        key, score = self.successes(rungs[0])[0]
+        best = (key, rungs[0], score)
+        if best != self.incumbent:
             self.incumbent = best
-            key, _, score = best
             self.incumbent_trajectory.append(
                 (float(elapsed), dict(self._params[key]), score)
             )
@@ -317,10 +329,10 @@ class RungLedger:
 
     def final_candidate(self) -> bytes | None:
         """The configuration to evaluate on all data when none succeeded
-        there: the best at the highest rung with a success, skipping any
-        whose all-data trial failed."""
+        there: the incumbent, or if its all-data trial failed the next best
+        on its rung or below."""
         top = self.rungs.top
-        for k in range(top - 1, -1, -1):
+        for k in self._incumbent_rungs():
             for key, _ in self.successes(k):
                 if top not in self._done.get(key, ()):
                     return key

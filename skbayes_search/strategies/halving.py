@@ -132,9 +132,10 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     best_estimator_ : estimator
         Refitted on all data with ``best_params_`` (when ``refit``).
     incumbent_trajectory_ : list of (float, dict, float)
-        Whenever the incumbent (the best configuration on the highest rung
-        with a success) changes: seconds since ``fit`` started, its
-        parameters and its measured score there.
+        Whenever the incumbent changes: seconds since ``fit`` started, its
+        parameters and its measured score. The incumbent is the best
+        configuration on the highest rung that some configuration reached
+        other than as a hedge.
     base_rung_trajectory_ : list of (float, int)
         Seconds since ``fit`` started and the base rung, from ``(0.0, 0)``
         and at every rise.

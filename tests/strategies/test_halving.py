@@ -15,7 +15,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skbayes_search import HalvingBayesSearchCV, Real
-from skbayes_search._rungs import Rungs
+from skbayes_search._rungs import RungLedger, Rungs
+from skbayes_search._trial import TrialRecord
 
 # The checks scikit-learn itself marks as expected failures for its searches.
 EXPECTED_FAILED_CHECKS = {
@@ -152,6 +153,37 @@ def test_rungs_are_geometric_and_end_on_all_data():
     assert Rungs.geometric(1000, 1000, 3).rows == (1000,)
     rungs = Rungs.geometric(1000, 20, 3)
     assert [rungs.of(f) for f in rungs.fractions] == list(range(5))
+
+
+def _record(a, rung, score, role, rungs):
+    return TrialRecord(
+        params={"a": a},
+        x=np.array([a]),
+        fraction=rungs.fractions[rung],
+        n_resources=rungs.rows[rung],
+        score=score,
+        cost=1.0,
+        fit_time=1.0,
+        failed=False,
+        iter=0,
+        elapsed_time=1.0,
+        extras={"role": role},
+    )
+
+
+def test_a_hedge_alone_on_a_rung_is_not_the_incumbent():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = [_record(a, 0, a, "new", rungs) for a in (0.1, 0.2, 0.3)]
+    trials += [_record(0.9, 0, 0.1, "probe", rungs)]
+    trials += [_record(0.9, 2, 0.05, "hedge", rungs)]
+    ledger.absorb(trials)  # the records so far, as ctx.trials holds them
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.3)
+    # once a configuration climbs there, the rung's best is the incumbent
+    trials += [_record(0.3, 1, 0.2, "promoted", rungs)]
+    trials += [_record(0.3, 2, 0.01, "promoted", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.9}, 0.05)
 
 
 def test_asha_bookkeeping(data):
