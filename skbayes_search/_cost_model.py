@@ -25,9 +25,11 @@ __all__ = [
     "full_data_cost",
     "overhead_seconds",
     "reserve_seconds",
+    "row_cost",
     "scaled_cost",
     "slow_cost",
     "slow_full_data_cost",
+    "together_seconds",
     "wall_seconds",
 ]
 
@@ -161,6 +163,26 @@ def wall_seconds(summed: float, n_splits: int, n_jobs: int) -> float:
     return summed * int(np.ceil(n_splits / workers)) / n_splits
 
 
+def together_seconds(
+    seconds: float, n_trials: int, n_splits: int, n_jobs: int
+) -> float:
+    """Wall seconds of ``n_trials`` like trials run at once.
+
+    ``seconds`` is the wall time of one of them alone (:func:`wall_seconds`);
+    together their ``n_trials * n_splits`` splits share the workers.
+
+    Examples
+    --------
+    >>> from skbayes_search._cost_model import together_seconds
+    >>> together_seconds(6.0, n_trials=2, n_splits=3, n_jobs=2)  # 3 rounds, not 2
+    9.0
+    """
+    alone = int(np.ceil(n_splits / max(1, min(int(n_jobs), n_splits))))
+    total = n_trials * n_splits
+    rounds = int(np.ceil(total / max(1, min(int(n_jobs), total))))
+    return float(seconds) * rounds / alone
+
+
 def slow_cost(
     fractions: Any, costs: Any, c0: float, curve: np.ndarray, to: Any
 ) -> np.ndarray:
@@ -281,6 +303,23 @@ def cost_upper_bound(surrogate: Any, X: Any) -> np.ndarray:
         mean, std = post.mean_std(X)
         bounds.append(mean + Z95 * std)
     return np.exp(np.vstack(bounds)).mean(axis=0)
+
+
+def row_cost(fractions: Any, n_train: int, n_splits: int) -> np.ndarray:
+    """A trial's cost as the work it does: training rows times folds.
+
+    What FABOLAS's ``cost_model="rows"`` divides the information by instead
+    of measured seconds, so that the trials chosen do not depend on the
+    machine's speed or load.
+
+    Examples
+    --------
+    >>> from skbayes_search._cost_model import row_cost
+    >>> row_cost([0.01, 0.5, 1.0], n_train=1000, n_splits=3)
+    array([  30., 1500., 3000.])
+    """
+    rows = np.maximum(np.round(np.asarray(fractions, dtype=float) * n_train), 1.0)
+    return rows * float(n_splits)
 
 
 def overhead_seconds(setting: str | float, last: float | None, started: float) -> float:

@@ -12,9 +12,11 @@ from skbayes_search._cost_model import (
     full_data_cost,
     overhead_seconds,
     reserve_seconds,
+    row_cost,
     scaled_cost,
     slow_cost,
     slow_full_data_cost,
+    together_seconds,
     wall_seconds,
 )
 from skbayes_search.gp import GPSurrogate
@@ -153,6 +155,22 @@ def test_wall_seconds_counts_rounds_of_splits():
     assert wall_seconds(10.0, 5, 5) == pytest.approx(2.0)
     assert wall_seconds(10.0, 5, 50) == pytest.approx(2.0)  # idle extra workers
     assert wall_seconds(10.0, 5, 0) == 10.0
+
+
+def test_together_seconds_shares_the_workers_between_trials():
+    # one trial of 5 splits on 2 workers: 3 rounds; two: 10 splits, 5 rounds
+    assert together_seconds(3.0, 1, 5, 2) == pytest.approx(3.0)
+    assert together_seconds(3.0, 2, 5, 2) == pytest.approx(5.0)
+    # enough workers for every split: the trials run side by side
+    assert together_seconds(3.0, 2, 3, 8) == pytest.approx(3.0)
+    # one worker: the trials' splits run one after another
+    assert together_seconds(3.0, 3, 3, 1) == pytest.approx(9.0)
+
+
+def test_row_cost_is_rows_times_folds_and_never_zero():
+    np.testing.assert_array_equal(
+        row_cost([0.0001, 0.25, 1.0], n_train=400, n_splits=5), [5.0, 500.0, 2000.0]
+    )
 
 
 def test_reserve_is_zero_without_an_own_trial():

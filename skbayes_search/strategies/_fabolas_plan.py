@@ -1,0 +1,269 @@
+"""What FABOLAS runs besides its eq. 7 proposals: the initial design, the
+probes that check its subsets, and the final full-data evaluations.
+
+:class:`FabolasPlan` is a part of :class:`~skbayes_search.FabolasSearchCV`
+(a mixin: it reads the search's settings and fitted state); the design and
+the constants are explained in ``doc/design/fabolas.rst``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._cost_model import RESERVE_MAX_SHARE, together_seconds
+from .._loop import final_deadline
+from .._numerics import single_blas_thread
+from .._trial import SearchContext, Trial
+from .._validation import check_fractions
+from ._fabolas_trust import FINAL_LOW_TRUST, PROBE_SHARE, PROBE_SPREAD
+
+__all__ = ["FabolasPlan"]
+
+
+class FabolasPlan:
+    """The design, probes and final evaluations of FABOLAS (a mixin)."""
+
+    # -- the initial design ----------------------------------------------------
+    def _design_plan(
+        self, ctx: SearchContext, params_list: list[dict]
+    ) -> list[tuple[dict, float]]:
+        """``(params, fraction)`` of every design trial, in dispatch order."""
+        if self.fallback_:
+            return [(p, 1.0) for p in params_list]
+        if self._ladder():
+            low, high = self._trust.fraction(0), self._trust.fraction(1)
+            return [(p, f) for p in params_list for f in (low, high)]
+        fractions = check_fractions(self.initial_fractions, "initial_fractions")
+        s_min = self.min_resources_ / ctx.n_train
+        return [
+            (p, float(min(1.0, max(fractions[i % fractions.size], s_min))))
+            for i, p in enumerate(params_list)
+        ]
+
+    def _pending_design(self, ctx: SearchContext) -> list[int]:
+        """Design trials neither finished nor running (matched by
+        configuration and rows, not counted: they finish in any order and a
+        resumed search runs the rest)."""
+        n = ctx.n_train
+        # compared by unit-cube encoding: parameter dicts may hold values
+        # (arrays) whose == is not a truth value
+        seen = {(t.x.tobytes(), t.n_resources) for t in ctx.trials}
+        seen |= {
+            (x.tobytes(), round(t.fraction * n))
+            for x, t in zip(ctx.X_pending(), ctx.pending)
+        }
+        design = ctx.space.to_unit([p for p, _ in self._design])
+        return [
+            i
+            for i, (u, (_, f)) in enumerate(zip(design, self._design))
+            if (u.tobytes(), round(f * n)) not in seen
+        ]
+
+    def _exhausted(self, ctx: SearchContext) -> bool:
+        """In the fallback (every trial on all data), whether every
+        configuration of a finite space has been evaluated or is running."""
+        if not self.fallback_ or not np.isfinite(ctx.space.cardinality):
+            return False
+        seen = np.vstack([ctx.X(), ctx.X_pending()])
+        return len({x.tobytes() for x in seen}) >= ctx.space.cardinality
+
+    def _design_trials(
+        self, ctx: SearchContext, n_slots: int, it: int, pending: list[int]
+    ) -> list[Trial]:
+        if not ctx.space.n_dims or self._exhausted(ctx):
+            # one configuration (a space of fixed values, or {}): nothing to
+            # model or design, _finalize evaluates it on all data; or, in the
+            # fallback, every configuration already is
+            return []
+        if pending:
+            chosen = [self._design[i] for i in pending[:n_slots]]
+            role = "design"
+        else:
+            # too few successes for a model: keep exploring at random, among
+            # configurations neither evaluated nor running
+            seen = {x.tobytes() for x in np.vstack([ctx.X(), ctx.X_pending()])}
+            more = ctx.space.sample(16 * n_slots, ctx.rng, method="random")
+            fresh = {x.tobytes(): x for x in more if x.tobytes() not in seen}
+            U = np.array(list(fresh.values())[:n_slots]).reshape(-1, ctx.space.n_dims)
+            fraction = 1.0 if self.fallback_ else self._trust.fraction(0)
+            chosen = [(p, fraction) for p in ctx.space.from_unit(U)]
+            role = "random"
+        return [
+            Trial(params, float(f), iter=it, extras=self._extras(role))
+            for params, f in chosen
+        ]
+
+    def _extras(self, role: str, **values: float) -> dict[str, Any]:
+        """A trial's extra ``cv_results_`` columns."""
+        trust = self._trust
+        extras = {
+            "role": role,
+            "min_fraction": 1.0 if trust is None else trust.fraction(trust.bound),
+            "predicted_score": math.nan,
+            "predicted_full_score": math.nan,
+            "acquisition_value": math.nan,
+        }
+        extras.update(values)
+        return extras
+
+    def _s_low(self) -> float:
+        """The model input ``s~`` of the smallest trusted size."""
+        if self._trust is None:
+            return 0.0
+        return float(self._axis.to_s(self._trust.fraction(self._trust.bound)))
+
+    # -- probes ----------------------------------------------------------------
+    def _probe(
+        self, ctx: SearchContext, it: int, costs: Any, max_cost: float
+    ) -> Trial | None:
+        """The best contender not yet evaluated on the probes' size, when no
+        probe runs, it fits in the time left, and either the bound has too
+        few probes to be judged or probes have taken at most
+        ``PROBE_SHARE`` of the cost so far."""
+        trust = self._trust
+        level = None if trust is None else trust.probe_level()
+        if level is None or any(t.extras.get("role") == "probe" for t in ctx.pending):
+            return None
+        spent = self._spent(ctx)
+        on_probes = sum(
+            c for c, t in zip(spent, ctx.trials) if t.extras.get("role") == "probe"
+        )
+        if trust.probes_judged() and on_probes > PROBE_SHARE * float(spent.sum()):
+            return None
+        rows, fraction = trust.rows(level), trust.fraction(level)
+        # configurations on the probes' size or above, finished or running
+        high = [t.x for t in ctx.trials if t.n_resources >= rows]
+        high += [
+            x
+            for x, t in zip(ctx.X_pending(), ctx.pending)
+            if round(t.fraction * ctx.n_train) >= rows
+        ]
+        high = np.array(high).reshape(-1, ctx.space.n_dims)
+        s = self._axis.to_s(fraction)
+        for row, _ in self._contenders(ctx):
+            x = ctx.trials[row].x
+            # near-copies of a probed configuration tie in score, and ties
+            # ranked apart by the model's noise would read as disagreement
+            if len(high) and np.abs(high - x).max(axis=1).min() < PROBE_SPREAD:
+                continue
+            u = self._axis.with_s(x[None, :], s)
+            if costs is not None and costs.cautious(u, [fraction])[0] > max_cost:
+                return None
+            extras = self._extras(
+                "probe",
+                predicted_score=self._predict_score(u),
+                predicted_full_score=self._pred_full.get(row, math.nan),
+            )
+            return Trial(dict(ctx.trials[row].params), fraction, iter=it, extras=extras)
+        return None
+
+    # -- the final evaluations ---------------------------------------------------
+    def _n_final(self) -> int:
+        """Full-data evaluations kept for the end: more once a size misled."""
+        trust = self._trust
+        return FINAL_LOW_TRUST if trust is not None and trust.low_trust else 1
+
+    def _n_keep(self, ctx: SearchContext) -> int:
+        """Trials of the count budget kept for the final evaluations: one,
+        or as many as contenders still unmeasured on all data."""
+        ranked = self._contenders(ctx)
+        if not ranked:
+            return self._n_final()
+        return max(1, len(self._final_candidates(ctx, ranked[0][0])))
+
+    def _full_data_row(self, ctx: SearchContext, inc: int) -> int | None:
+        """The latest successful all-data trial of a row's configuration."""
+        x = ctx.trials[inc].x
+        rows = [
+            i
+            for i, t in enumerate(ctx.trials)
+            if t.fraction >= 1.0 and not t.failed and np.isfinite(t.score)
+        ]
+        return next((i for i in rows[::-1] if np.array_equal(ctx.trials[i].x, x)), None)
+
+    def _final_candidates(self, ctx: SearchContext, inc: int) -> list[int]:
+        """Rows of the incumbent and, once a size misled, the next
+        contenders, whose configurations were never tried on all data."""
+        key = ctx.trials[inc].x.tobytes()
+        others = [
+            r for r, _ in self._contenders(ctx) if ctx.trials[r].x.tobytes() != key
+        ]
+        tried = {t.x.tobytes() for t in ctx.trials if t.fraction >= 1.0}
+        rows = [inc, *others][: self._n_final()]
+        return [r for r in rows if ctx.trials[r].x.tobytes() not in tried]
+
+    def _full_seconds(self, ctx: SearchContext, costs: Any, rows: list[int]) -> list:
+        """Cautious wall seconds of each row's configuration on all data."""
+        ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
+        out = []
+        for r in rows:
+            x = ctx.trials[r].x
+            own = [np.array_equal(t.x, x) for t in ok]
+            out.append(costs.full_data_seconds(self._axis.with_s(x[None, :], 1.0), own))
+        return out
+
+    def _final_reserve(self, ctx: SearchContext, costs: Any, inc: int) -> float:
+        """Wall seconds kept for the final evaluations, at most
+        ``RESERVE_MAX_SHARE`` of ``max_time``."""
+        rows = [] if self.fallback_ else self._final_candidates(ctx, inc)
+        if not rows:
+            return 0.0
+        seconds = max(self._full_seconds(ctx, costs, rows))
+        together = together_seconds(
+            seconds, len(rows), ctx.n_splits, ctx.n_jobs_effective
+        )
+        return min(together, RESERVE_MAX_SHARE * ctx.max_time)
+
+    def _affordable(self, ctx: SearchContext, rows: list[int]) -> list[int]:
+        """The final rows the count budget and the time left allow; the
+        incumbent's evaluation always runs."""
+        rows = rows[: ctx.n_remaining()]
+        if ctx.max_time is None or len(rows) <= 1:
+            return rows
+        seconds = self._full_seconds(ctx, self._cost_seconds(ctx), rows)
+        room = max(ctx.time_left(), 0.0) + final_deadline(ctx.max_time) - ctx.max_time
+        keep = 1
+        for j in range(2, len(rows) + 1):
+            need = together_seconds(
+                max(seconds[:j]), j, ctx.n_splits, ctx.n_jobs_effective
+            )
+            if need > room:
+                break
+            keep = j
+        return rows[:keep]
+
+    def _finalize(self, ctx: SearchContext) -> list[Trial]:
+        self._sync(ctx)
+        self._best_row = None
+        ok = np.isfinite(ctx.scores())
+        if not ok.any():
+            if ctx.trials:
+                return []  # every trial failed; the base reports it
+            # no trial at all (n_iter=1): evaluate the first design point
+            self._best_row = 0
+            params = self._design[0][0]
+            return [Trial(params, 1.0, iter=self._n_asks, extras=self._extras("final"))]
+        if ok.sum() >= 2:
+            with single_blas_thread():
+                self._fit_models(ctx)
+                inc = self._update_incumbent(ctx)
+        else:
+            # a single success: nothing to model, it is the incumbent
+            inc = int(np.flatnonzero(ok)[0])
+        # the answer if no full-data trial succeeds: the incumbent on its
+        # largest trusted fraction
+        x = ctx.trials[inc].x
+        own = [i for i in np.flatnonzero(ok) if np.array_equal(ctx.trials[i].x, x)]
+        self._best_row = int(max(own, key=lambda i: (ctx.trials[i].fraction, i)))
+        trials = []
+        for r in self._affordable(ctx, self._final_candidates(ctx, inc)):
+            predicted = self._pred_full.get(r, math.nan)
+            self._pred_full[len(ctx.trials) + len(trials)] = predicted
+            extras = self._extras("final", predicted_full_score=predicted)
+            trials.append(
+                Trial(dict(ctx.trials[r].params), 1.0, iter=self._n_asks, extras=extras)
+            )
+        return trials
