@@ -2,10 +2,12 @@
 
 Every dataset's losses become deviations from that dataset's mean divided by
 its standard deviation, so that datasets with different score levels and
-spreads share one GP. This module holds that arithmetic, the placement of
-datasets by meta-features, the prior datasets read from a store, the GP
-training set of :class:`~skbayes_search.strategies.transfer.TransferBayesSearchCV`
-and the random replacement of proposal coordinates. The reasons behind each
+spreads share one GP. This module holds that arithmetic, the prior datasets
+read from a store, the choice of each prior dataset's trials the GP holds, the
+GP training set of
+:class:`~skbayes_search.strategies.transfer.TransferBayesSearchCV` and the
+random replacement of proposal coordinates (the meta-features that place
+datasets are in :mod:`skbayes_search._meta_features`). The reasons behind each
 choice are in ``doc/design/transfer.rst``.
 """
 
@@ -19,22 +21,19 @@ from typing import Any
 import numpy as np
 
 from ._journal import trial_score
+from ._meta_features import meta_feature_vector
 
 __all__ = [
-    "META_KEYS",
     "PriorDataset",
     "ResponseSurface",
     "contains",
     "estimate_location_scale",
-    "meta_distances",
-    "meta_feature_vector",
+    "informative_subset",
     "prior_datasets",
     "replace_coordinates",
     "standardise",
 ]
 
-#: Keys of a run's stored ``meta`` that place a dataset among the others.
-META_KEYS = ("n_samples", "n_features", "n_classes")
 # A standard deviation below this (relative to the mean's magnitude) is the
 # rounding residue of equal values, not a spread.
 _STD_TOL = 1e-12
@@ -140,45 +139,6 @@ def estimate_location_scale(
     return float(f.mean() - std * m.mean()), float(std)
 
 
-def meta_feature_vector(meta: Mapping[str, Any]) -> np.ndarray:
-    """``(log n_samples, log n_features, n_classes)`` of a run's stored meta.
-
-    ``n_classes`` is 0 for regression (stored as null); an unknown
-    ``n_features`` (``X`` without a shape) is nan and left out of distances.
-
-    Examples
-    --------
-    >>> from skbayes_search._response_surface import meta_feature_vector
-    >>> meta_feature_vector({"n_samples": 1, "n_features": 1, "n_classes": 3})
-    array([0., 0., 3.])
-    """
-    values = []
-    for key in ("n_samples", "n_features"):
-        v = meta.get(key)
-        values.append(math.log(v) if v is not None and v > 0 else math.nan)
-    n_classes = meta.get("n_classes")
-    values.append(0.0 if n_classes is None else float(n_classes))
-    return np.asarray(values, dtype=float)
-
-
-def meta_distances(current: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """Euclidean distances over the meta-features known on both sides.
-
-    Parameters
-    ----------
-    current : ndarray of shape (3,)
-    others : ndarray of shape (n, 3)
-
-    Returns
-    -------
-    ndarray of shape (n,)
-    """
-    if others.shape[0] == 0:
-        return np.empty(0)
-    diff = others - current[None, :]
-    return np.sqrt(np.nansum(diff * diff, axis=1))
-
-
 def contains(points: np.ndarray, x: np.ndarray) -> bool:
     """Whether ``x`` is one of the unit-cube ``points`` (rows)."""
     if points.shape[0] == 0:
@@ -259,30 +219,91 @@ def prior_datasets(
     return out
 
 
+def informative_subset(
+    X: np.ndarray, responses: np.ndarray, n: int | None
+) -> np.ndarray:
+    """At most ``n`` trials of one dataset: its best ones and a spread of the rest.
+
+    The ``ceil(n / 2)`` lowest responses locate the dataset's optimum; the
+    other trials are then taken one at a time, each the one farthest
+    (Euclidean, in the unit cube) from those already kept, so that the kept
+    trials still span the dataset's response surface. Ties go to the better
+    response.
+
+    Parameters
+    ----------
+    X : ndarray of shape (t, n_dims)
+    responses : ndarray of shape (t,)
+    n : int or None
+        At most this many; None keeps every trial.
+
+    Returns
+    -------
+    ndarray of int
+        Positions of the kept trials, increasing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._response_surface import informative_subset
+    >>> X = np.array([[0.0], [0.1], [0.2], [1.0]])
+    >>> informative_subset(X, np.array([0.0, 0.5, -1.0, 2.0]), 3).tolist()
+    [0, 2, 3]
+    """
+    responses = np.asarray(responses, dtype=float)
+    t = len(responses)
+    if n is None or t <= n:
+        return np.arange(t)
+    order = np.argsort(responses, kind="stable")
+    n_best = (int(n) + 1) // 2
+    keep = list(order[:n_best])
+    rest = order[n_best:]
+    gap = np.min(
+        np.linalg.norm(X[rest][:, None, :] - X[keep][None, :, :], axis=2), axis=1
+    )
+    while len(keep) < n:
+        j = int(np.argmax(gap))
+        keep.append(rest[j])
+        gap = np.minimum(gap, np.linalg.norm(X[rest] - X[rest[j]], axis=1))
+        gap[j] = -np.inf
+    return np.sort(np.asarray(keep, dtype=int))
+
+
 class ResponseSurface:
     """The GP training set of the transfer search, rebuilt in O(T) per iteration.
 
-    Inputs are ``[x, dataset, group]``: the unit-cube point, the dataset index
-    (0 for the current dataset, 1, 2, ... for the prior ones) and a flag that
-    is 1 for the current dataset and its nearest prior datasets. The prior
+    Inputs are ``[x, z, dataset, group]``: the unit-cube point, the dataset's
+    features ``z`` (none unless ``features`` is given), the dataset index (0
+    for the current dataset, 1, 2, ... for the prior ones) and a flag that is
+    1 for the current dataset and its nearest prior datasets. The prior
     datasets' standardised responses are computed once (their runs are
     finished); :meth:`training_set` only re-standardises the current dataset.
 
     Parameters
     ----------
     prior : list of PriorDataset
+        The prior datasets whose trials the GP holds.
     neighbours : collection of int
         Positions in ``prior`` of the nearest prior datasets.
     n_dims : int
         Width of the unit-cube encoding.
+    features : ndarray of shape (len(prior) + 1, q), default=None
+        GP input columns of each dataset, the current one first (the
+        standardised meta-features of ``kernel="sqe"``).
+    max_per_dataset : int, default=None
+        At most this many trials of each prior dataset, chosen by
+        :func:`informative_subset` after standardising all of them; None
+        keeps every trial.
 
     Attributes
     ----------
-    X_prior : ndarray of shape (n_prior, n_dims + 2)
+    X_prior : ndarray of shape (n_prior, n_dims + q + 2)
     y_prior : ndarray of shape (n_prior,)
         The prior datasets' responses, oldest run first.
     in_group : ndarray of shape (n_prior,)
         Whether each prior response comes from a neighbour.
+    n_used : list of int
+        Trials of each prior dataset in the training set.
     prior_std : float
         Median std of the neighbours' losses (nan without a neighbour with
         any spread): the current dataset's scale before its trials say more.
@@ -301,19 +322,38 @@ class ResponseSurface:
     [-1.0, 1.0, 0.0]
     """
 
-    def __init__(self, prior: list[PriorDataset], neighbours: Any, n_dims: int) -> None:
+    def __init__(
+        self,
+        prior: list[PriorDataset],
+        neighbours: Any,
+        n_dims: int,
+        *,
+        features: np.ndarray | None = None,
+        max_per_dataset: int | None = None,
+    ) -> None:
         self.n_dims = int(n_dims)
+        if features is None:
+            features = np.empty((len(prior) + 1, 0))
+        self.features = np.asarray(features, dtype=float)
+        if self.features.shape[0] != len(prior) + 1:
+            raise ValueError(
+                f"features must have one row per dataset ({len(prior) + 1}), "
+                f"got {self.features.shape[0]}."
+            )
         neighbours = set(int(i) for i in neighbours)
-        blocks, ys, group_stds = [], [], []
+        blocks, ys, group_stds, self.n_used = [], [], [], []
         for i, data in enumerate(prior):
             y, _, std = standardise(data.losses)
+            keep = informative_subset(data.X, y, max_per_dataset)
             flag = 1.0 if i in neighbours else 0.0
-            cols = np.tile([i + 1.0, flag], (len(y), 1))
-            blocks.append(np.hstack([data.X, cols]))
-            ys.append(y)
+            context = np.r_[self.features[i + 1], i + 1.0, flag]
+            blocks.append(np.hstack([data.X[keep], np.tile(context, (len(keep), 1))]))
+            ys.append(y[keep])
+            self.n_used.append(len(keep))
             if flag and np.any(y != 0.0):
                 group_stds.append(std)
-        self.X_prior = np.vstack(blocks) if blocks else np.empty((0, self.n_dims + 2))
+        width = self.n_dims + self.features.shape[1] + 2
+        self.X_prior = np.vstack(blocks) if blocks else np.empty((0, width))
         self.y_prior = np.concatenate(ys) if ys else np.empty(0)
         self.in_group = self.X_prior[:, -1] == 1.0
         self.prior_std = float(np.median(group_stds)) if group_stds else math.nan
@@ -321,7 +361,8 @@ class ResponseSurface:
     def augment(self, U: np.ndarray) -> np.ndarray:
         """Unit-cube points of the current dataset as GP inputs."""
         U = np.atleast_2d(np.asarray(U, dtype=float))
-        return np.hstack([U, np.zeros((len(U), 1)), np.ones((len(U), 1))])
+        context = np.r_[self.features[0], 0.0, 1.0]
+        return np.hstack([U, np.tile(context, (len(U), 1))])
 
     def tried_configurations(self, group_only: bool) -> np.ndarray:
         """Distinct configurations tried on the prior datasets, sorted.
@@ -369,7 +410,7 @@ class ResponseSurface:
 
         Returns
         -------
-        X : ndarray of shape (n_prior + t, n_dims + 2)
+        X : ndarray of shape (n_prior + t, n_dims + q + 2)
         y : ndarray of shape (n_prior + t,)
             Prior responses, then ``(losses_current - mean) / std``.
         mean, std : float

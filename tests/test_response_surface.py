@@ -1,5 +1,6 @@
 """The transfer search's response surface: standardisation, location/scale,
-meta-features, prior datasets from store records, training set, replacement."""
+meta-features, prior datasets from store records, the trials kept per dataset,
+training set, replacement."""
 
 import math
 
@@ -8,13 +9,18 @@ import pytest
 
 from skbayes_search import Real
 from skbayes_search._journal import trial_score
+from skbayes_search._meta_features import (
+    meta_distances,
+    meta_feature_vector,
+    nearest,
+    standardise_features,
+)
 from skbayes_search._response_surface import (
     PriorDataset,
     ResponseSurface,
     contains,
     estimate_location_scale,
-    meta_distances,
-    meta_feature_vector,
+    informative_subset,
     prior_datasets,
     replace_coordinates,
     standardise,
@@ -324,3 +330,93 @@ def test_tried_configurations_and_best_prior_points():
     # without neighbours every prior dataset's configurations count
     lonely = ResponseSurface([p1, p2], neighbours=[], n_dims=2)
     assert len(lonely.tried_configurations(group_only=True)) == 4
+
+
+def test_meta_features_are_standardised_across_datasets():
+    rng = np.random.default_rng(0)
+    F = np.column_stack(
+        [rng.normal(7.0, 2.0, 6), rng.normal(3.0, 0.5, 6), np.full(6, 2.0)]
+    )
+    F[4, 1] = np.nan  # n_features unknown for one dataset
+    Z = standardise_features(F)
+    np.testing.assert_allclose(Z[:, 0], (F[:, 0] - F[:, 0].mean()) / F[:, 0].std())
+    known = np.isfinite(F[:, 1])
+    col = F[known, 1]
+    np.testing.assert_allclose(Z[known, 1], (col - col.mean()) / col.std())
+    # the unknown value sits at the mean; a feature without spread is 0
+    assert Z[4, 1] == 0.0
+    assert np.all(Z[:, 2] == 0.0)
+    # a shift and scale of a feature (other units) leaves its z-scores as they are
+    G = F.copy()
+    G[:, 0] = 10.0 + 3.0 * G[:, 0]
+    np.testing.assert_allclose(standardise_features(G), Z, atol=1e-12)
+    # one dataset: nothing to standardise against
+    assert np.all(standardise_features(F[:1]) == 0.0)
+
+
+def test_nearest_datasets_ties_go_to_the_older_run():
+    distances = np.array([2.0, 0.5, 1.0, 0.5, 3.0])
+    assert nearest(distances, 2).tolist() == [1, 3]
+    assert nearest(distances, 3).tolist() == [1, 2, 3]
+    assert nearest(distances, 10).tolist() == [0, 1, 2, 3, 4]
+    assert nearest(np.empty(0), 3).tolist() == []
+
+
+# ---------------------------------------------------------------------------
+# The trials of each prior dataset the GP holds
+# ---------------------------------------------------------------------------
+def test_informative_subset_keeps_the_best_and_spreads_the_rest():
+    rng = np.random.default_rng(0)
+    # 20 trials near the optimum (0.2, 0.2) and 4 far away, in the corners
+    corners = np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.6, 0.6]])
+    X = np.vstack([0.2 + 0.05 * rng.normal(size=(20, 2)), corners])
+    responses = np.r_[np.sort(rng.normal(-1.0, 0.3, 20)), [2.0, 1.5, 1.8, 0.5]]
+    keep = informative_subset(X, responses, 8)
+    assert len(keep) == 8 and keep.tolist() == sorted(set(keep.tolist()))
+    # the 4 best responses, then the points farthest from those kept: the
+    # corners, not more of the crowd around the optimum
+    assert set(range(4)) <= set(keep.tolist())
+    assert set(range(20, 24)) <= set(keep.tolist())
+    # an odd cap rounds towards the best
+    assert set(range(3)) <= set(informative_subset(X, responses, 5).tolist())
+    # no cap, or a cap above the count: every trial, in order
+    assert informative_subset(X, responses, None).tolist() == list(range(24))
+    assert informative_subset(X, responses, 30).tolist() == list(range(24))
+    assert informative_subset(X, responses, 1).tolist() == [0]
+
+
+def test_surface_caps_each_dataset_after_standardising_all_its_trials():
+    rng = np.random.default_rng(2)
+    p1 = _prior(1, rng.uniform(size=(12, 2)), rng.normal(size=12))
+    p2 = _prior(2, rng.uniform(size=(3, 2)), rng.normal(size=3))
+    surface = ResponseSurface([p1, p2], neighbours=[0, 1], n_dims=2, max_per_dataset=5)
+    assert surface.n_used == [5, 3]
+    y1, _, s1 = standardise(p1.losses)
+    keep = informative_subset(p1.X, y1, 5)
+    # the kept trials keep the responses standardised with all twelve
+    np.testing.assert_array_equal(surface.X_prior[:5, :2], p1.X[keep])
+    np.testing.assert_allclose(surface.y_prior[:5], y1[keep])
+    # the scale of the current dataset comes from all trials too
+    _, _, s2 = standardise(p2.losses)
+    assert surface.prior_std == pytest.approx(np.median([s1, s2]))
+
+
+def test_surface_with_dataset_features():
+    rng = np.random.default_rng(3)
+    p1 = _prior(1, rng.uniform(size=(2, 2)), np.array([0.1, 0.3]))
+    p2 = _prior(2, rng.uniform(size=(3, 2)), np.array([0.2, 0.5, 0.1]))
+    features = np.array([[0.0, 0.5], [-1.0, 1.0], [1.0, -1.5]])
+    surface = ResponseSurface([p1, p2], neighbours=[0, 1], n_dims=2, features=features)
+    # [x, z, dataset, group]
+    np.testing.assert_array_equal(surface.X_prior[:2, 2:], [[-1.0, 1.0, 1, 1]] * 2)
+    np.testing.assert_array_equal(surface.X_prior[2:, 2:], [[1.0, -1.5, 2, 1]] * 3)
+    U = rng.uniform(size=(4, 2))
+    np.testing.assert_array_equal(
+        surface.augment(U), np.column_stack([U, np.tile([0.0, 0.5, 0.0, 1.0], (4, 1))])
+    )
+    X, y, _, _ = surface.training_set(U, np.arange(4.0))
+    assert X.shape == (9, 6) and y.shape == (9,)
+    # the tried configurations are the hyperparameter columns only
+    assert surface.tried_configurations(group_only=True).shape == (5, 2)
+    with pytest.raises(ValueError, match="one row per dataset"):
+        ResponseSurface([p1, p2], neighbours=[0], n_dims=2, features=features[:2])

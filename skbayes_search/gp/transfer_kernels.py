@@ -1,19 +1,21 @@
 """Kernels of the transfer-learning GP (Yogatama & Mann 2014).
 
-The transfer GP sees every observation as ``[x, dataset, group]``: the
-unit-cube hyperparameters ``x`` (``p`` columns), then a column holding the
-index of the dataset the observation comes from, then a 0/1 column that is 1
-for the current dataset and its nearest prior datasets (the "neighbour
-group"). The kernels here read those columns; they plug into
-:class:`~skbayes_search.gp.GaussianProcess` through the
+The transfer GP sees every observation as ``[x, z, dataset, group]``: the
+unit-cube hyperparameters ``x`` (``p`` columns), the standardised
+meta-features ``z`` of the dataset the observation comes from (``q`` columns,
+for the SQE kernel only), then a column holding the index of that dataset,
+then a 0/1 column that is 1 for the current dataset and its nearest prior
+datasets (the "neighbour group"). The kernels here read those columns; they
+plug into :class:`~skbayes_search.gp.GaussianProcess` through the
 :class:`~skbayes_search.gp.kernels.Kernel` interface and compose with its
 :class:`~skbayes_search.gp.kernels.SumKernel` and
 :class:`~skbayes_search.gp.kernels.ProductKernel`.
 
 Two response-surface kernels are built from them:
 
-- :func:`sqe_kernel`: squared-exponential ARD on ``x`` for all pairs,
-  whatever their dataset (one common response surface);
+- :func:`sqe_kernel`: squared-exponential ARD on ``(x, z)`` for all pairs,
+  whatever their dataset (one common response surface, smooth in the
+  dataset features);
 - :func:`mkl_kernel`: ``w0 * SE-ARD(x, x') * [same dataset] + w1 *
   NN(x, x') * g g'``, where ``g`` is the neighbour-group flag and ``NN`` the
   positive semi-definite variant of the paper's ``1 - ||x - x'||^2 / B``
@@ -26,6 +28,7 @@ in ``doc/design/transfer.rst``: both keep the kernel positive semi-definite.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +40,7 @@ __all__ = [
     "DatasetKernel",
     "NeighbourKernel",
     "SquaredExponential",
+    "check_kernel_weights",
     "mkl_kernel",
     "sqe_kernel",
 ]
@@ -225,19 +229,57 @@ class DatasetKernel(_ParameterFree):
         return self.weight * (np.ones_like(c) if self.relation == "same" else c * c)
 
 
-def sqe_kernel(n_hyper: int) -> Kernel:
-    """SE-ARD over the ``n_hyper`` hyperparameter columns, for all pairs.
+def sqe_kernel(n_hyper: int, n_meta: int = 0) -> Kernel:
+    """SE-ARD over the hyperparameters and dataset features, for all pairs.
+
+    The paper's SQE form (its section 3.3): the GP input is the
+    hyperparameters extended with the dataset's features, so the length scale
+    of each feature says how far a dataset's response surface carries to
+    datasets unlike it. ``n_meta=0`` pools every dataset on the
+    hyperparameters alone.
 
     Parameters
     ----------
     n_hyper : int
         Number of unit-cube hyperparameter columns (the first ones of ``X``).
+    n_meta : int, default=0
+        Number of dataset-feature columns that follow them.
 
     Returns
     -------
     Kernel
+        Its hyperparameters are the ``n_hyper + n_meta`` log length scales.
     """
-    return SquaredExponential(dims=range(int(n_hyper)))
+    return SquaredExponential(dims=range(int(n_hyper) + int(n_meta)))
+
+
+def check_kernel_weights(weights: Any) -> tuple[float, float]:
+    """The ``kernel_weights`` of :func:`mkl_kernel`, validated.
+
+    Raises
+    ------
+    ValueError
+        Unless two finite non-negative numbers summing to 1.
+
+    Examples
+    --------
+    >>> from skbayes_search.gp.transfer_kernels import check_kernel_weights
+    >>> check_kernel_weights([0.3, 0.7])
+    (0.3, 0.7)
+    """
+    w = np.asarray(weights, dtype=float).ravel()
+    if (
+        w.size != 2
+        or not np.all(np.isfinite(w))
+        or np.any(w < 0)
+        or not math.isclose(float(w.sum()), 1.0, abs_tol=1e-9)
+    ):
+        raise ValueError(
+            "kernel_weights must be two non-negative numbers summing to 1 "
+            "(same-dataset SE weight, nearest-neighbour weight), got "
+            f"{weights!r}."
+        )
+    return float(w[0]), float(w[1])
 
 
 def mkl_kernel(n_hyper: int, weights: Sequence[float] = (0.3, 0.7)) -> Kernel:

@@ -9,28 +9,31 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV, shared_params
+from .._meta_features import (
+    check_meta_features,
+    current_meta_features,
+    gp_features,
+    meta_distances,
+    nearest,
+)
 from .._numerics import single_blas_thread
 from .._response_surface import (
-    META_KEYS,
     ResponseSurface,
     contains,
-    meta_distances,
-    meta_feature_vector,
     prior_datasets,
     replace_coordinates,
 )
 from .._trial import SearchContext, Trial
-from .._validation import warn_if_space_small
+from .._validation import COUNT, warn_if_space_small
 from ..acquisition import make_acquisition
 from ..gp import GPSurrogate
-from ..gp.transfer_kernels import mkl_kernel, sqe_kernel
+from ..gp.transfer_kernels import check_kernel_weights, mkl_kernel, sqe_kernel
 from ..optimize import propose_batch
 from ..storage import TrialStore
 
@@ -50,22 +53,23 @@ class TransferBayesSearchCV(BaseBayesSearchCV):
     For tuning the same estimator on dataset after dataset (Yogatama and
     Mann 2014). Every search given a ``store`` leaves its run there; this one
     reads all *finished* runs of the same estimator class over the same search
-    space (any strategy, any dataset) and fits one GP on them together with
-    the current dataset:
+    space (any strategy, any dataset) and fits one GP on the ``n_neighbors``
+    prior datasets nearest in meta-feature space (log n_samples,
+    log n_features, n_classes) together with the current dataset:
 
     - each dataset's losses become deviations from that dataset's mean
       divided by its standard deviation (the current dataset's mean and std
       are re-estimated at every iteration), so datasets with different score
       levels and spreads share one response surface;
     - ``kernel="sqe"`` models that surface with one squared-exponential ARD
-      kernel for all datasets; ``kernel="mkl"`` combines an SE kernel within
-      each dataset with a nearest-neighbour kernel between the current
-      dataset and its ``n_neighbors`` nearest prior datasets in meta-feature
-      space (log n_samples, log n_features, n_classes);
-    - the first trial is the configuration tried on the prior datasets
-      (for ``"mkl"``: on the neighbours) that the prior data predict best for
-      this one; without prior runs it is the centre of the space
-      (:meth:`SearchSpace.default_point`);
+      kernel over the hyperparameters and the datasets' meta-features
+      (standardised across the datasets in the store), so the GP learns how
+      far a dataset's surface carries to the current one; ``kernel="mkl"``
+      combines an SE kernel within each dataset with a nearest-neighbour
+      kernel shared by the current dataset and the neighbours;
+    - the first trial is the configuration tried on the neighbours that the
+      prior data predict best for this one; without prior runs it is the
+      centre of the space (:meth:`SearchSpace.default_point`);
     - later trials maximise expected improvement over the current dataset's
       best response, after which each parameter is replaced, with probability
       ``random_replacement``, by a uniform draw over its range.
@@ -96,7 +100,13 @@ class TransferBayesSearchCV(BaseBayesSearchCV):
         Response-surface kernel (see above and
         :mod:`skbayes_search.gp.transfer_kernels`).
     n_neighbors : int, default=20
-        Prior datasets in the nearest-neighbour group (``"mkl"``).
+        Prior datasets, nearest in meta-feature space, whose trials the GP
+        holds (both kernels; 20 as in the paper). With ``max_trials_per_dataset``
+        it bounds the cost of a proposal, however many runs the store holds.
+    max_trials_per_dataset : int or None, default=20
+        At most this many trials of each neighbour enter the GP: the best half
+        and, of the others, those spread farthest over the space (its
+        responses are standardised with all of them). ``None`` keeps all.
     kernel_weights : tuple of two floats, default=(0.3, 0.7)
         Weights of the same-dataset SE kernel and of the nearest-neighbour
         kernel (``"mkl"``); non-negative, summing to 1.
@@ -170,9 +180,10 @@ feature_names_in_
     meta_features_ : ndarray of shape (3,)
         The current dataset's meta-features.
     transfer_runs_ : list of dict
-        The prior runs used, oldest first: ``name``, ``dataset_name``,
+        The prior runs read, oldest first: ``name``, ``dataset_name``,
         ``meta_features``, ``distance`` (to this dataset), ``neighbor``
-        (in the ``"mkl"`` group) and ``n_trials``.
+        (one of the ``n_neighbors`` nearest, whose trials the GP holds),
+        ``n_trials`` and ``n_used`` (trials in the GP).
 
     See Also
     --------
@@ -211,7 +222,8 @@ feature_names_in_
         **BaseBayesSearchCV._parameter_constraints,
         "dataset_name": [str, None],
         "kernel": [StrOptions({"mkl", "sqe"})],
-        "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_neighbors": [COUNT],
+        "max_trials_per_dataset": [COUNT, None],
         "kernel_weights": [tuple, list, np.ndarray],
         "random_replacement": [Interval(numbers.Real, 0, 1, closed="both")],
         "meta_features": [StrOptions({"auto"}), dict, "array-like"],
@@ -227,6 +239,7 @@ feature_names_in_
         dataset_name: str | None = None,
         kernel: str = "mkl",
         n_neighbors: int = 20,
+        max_trials_per_dataset: int | None = 20,
         kernel_weights: tuple[float, float] = (0.3, 0.7),
         random_replacement: float = 0.25,
         meta_features: Any = "auto",
@@ -248,6 +261,7 @@ feature_names_in_
         self.dataset_name = dataset_name
         self.kernel = kernel
         self.n_neighbors = n_neighbors
+        self.max_trials_per_dataset = max_trials_per_dataset
         self.kernel_weights = kernel_weights
         self.random_replacement = random_replacement
         self.meta_features = meta_features
@@ -260,61 +274,13 @@ feature_names_in_
                 "one): earlier runs are read from it and this run is added to it. "
                 "Got store=None."
             )
-        weights = np.asarray(self.kernel_weights, dtype=float).ravel()
-        if (
-            weights.size != 2
-            or not np.all(np.isfinite(weights))
-            or np.any(weights < 0)
-            or not math.isclose(float(weights.sum()), 1.0, abs_tol=1e-9)
-        ):
-            raise ValueError(
-                "kernel_weights must be two non-negative numbers summing to 1 "
-                "(same-dataset SE weight, nearest-neighbour weight), got "
-                f"{self.kernel_weights!r}."
-            )
-        self._check_meta_features()
+        check_kernel_weights(self.kernel_weights)
+        check_meta_features(self.meta_features)
         warn_if_space_small(
             ctx.space.cardinality,
             self.n_iter,
             "the search stops once every one has been evaluated.",
         )
-
-    def _check_meta_features(self) -> None:
-        mf = self.meta_features
-        if isinstance(mf, str):
-            return
-        if isinstance(mf, Mapping):
-            unknown = sorted(set(mf) - set(META_KEYS))
-            if unknown:
-                raise ValueError(
-                    f"meta_features has unknown keys {unknown!r}; use some of "
-                    f"{list(META_KEYS)!r} or an array of the three features."
-                )
-            for key, value in mf.items():
-                ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-                minimum = 0 if key == "n_classes" else 1
-                if not ok or not np.isfinite(value) or value < minimum:
-                    raise ValueError(
-                        f"meta_features[{key!r}] must be a number >= {minimum}, "
-                        f"got {value!r}."
-                    )
-            return
-        vec = np.asarray(mf, dtype=float)
-        if vec.shape != (3,) or not np.all(np.isfinite(vec)):
-            raise ValueError(
-                "meta_features must be 'auto', a dict of counts or an array of the "
-                "three features (log n_samples, log n_features, n_classes), got "
-                f"{mf!r}."
-            )
-
-    # -- search ---------------------------------------------------------------
-    def _current_meta_features(self, stored_meta: dict) -> np.ndarray:
-        mf = self.meta_features
-        if isinstance(mf, str):
-            return meta_feature_vector(stored_meta)
-        if isinstance(mf, Mapping):
-            return meta_feature_vector({**stored_meta, **mf})
-        return np.asarray(mf, dtype=float).copy()
 
     def _init_search(self, ctx: SearchContext) -> None:
         # the store the base journals this run to: one connection
@@ -328,26 +294,35 @@ feature_names_in_
             ),
             ctx.space.n_dims,
         )
-        self.meta_features_ = self._current_meta_features(current["meta"])
-        distances = meta_distances(
-            self.meta_features_,
-            np.array([d.features for d in prior]).reshape(len(prior), 3),
+        self.meta_features_ = current_meta_features(self.meta_features, current["meta"])
+        features = np.array([d.features for d in prior]).reshape(len(prior), 3)
+        distances = meta_distances(self.meta_features_, features)
+        # the GP holds the nearest datasets only: its cost is bounded by
+        # n_neighbors * max_trials_per_dataset, whatever the store holds
+        used = nearest(distances, self.n_neighbors)
+        self._surface = ResponseSurface(
+            [prior[i] for i in used],
+            range(len(used)),
+            ctx.space.n_dims,
+            # the paper's SQE input: (x, the dataset's meta-features)
+            features=gp_features(self.meta_features_, features, used)
+            if self.kernel == "sqe"
+            else None,
+            max_per_dataset=self.max_trials_per_dataset,
         )
-        # stable: ties go to the older run
-        order = np.argsort(distances, kind="stable")
-        neighbours = set(order[: self.n_neighbors].tolist())
+        n_used = dict(zip(used.tolist(), self._surface.n_used))
         self.transfer_runs_ = [
             {
                 "name": d.name,
                 "dataset_name": d.dataset_name,
                 "meta_features": d.features,
                 "distance": float(distances[i]),
-                "neighbor": i in neighbours,
+                "neighbor": i in n_used,
                 "n_trials": len(d.losses),
+                "n_used": n_used.get(i, 0),
             }
             for i, d in enumerate(prior)
         ]
-        self._surface = ResponseSurface(prior, neighbours, ctx.space.n_dims)
         self._prior_gp_fitted = False
         if not ctx.space.n_dims:
             # one configuration (a space of fixed values, or {}): nothing to
@@ -358,7 +333,7 @@ feature_names_in_
         if self.kernel == "mkl":
             kernel = mkl_kernel(ctx.space.n_dims, tuple(self.kernel_weights))
         else:
-            kernel = sqe_kernel(ctx.space.n_dims)
+            kernel = sqe_kernel(ctx.space.n_dims, self._surface.features.shape[1])
         # MAP hyperparameters: the paper maximises the likelihood
         self._surrogate = GPSurrogate(
             kernel, hyperparameter_sampling="map", random_state=ctx.seed
@@ -368,7 +343,6 @@ feature_names_in_
         self._prior_gp = GPSurrogate(
             kernel, hyperparameter_sampling="map", random_state=ctx.seed
         )
-        self._prior_gp_fitted = False
         self._predicted: list[float] = []
         self._predicted_var: list[float] = []
 

@@ -76,6 +76,32 @@ def test_mkl_kernel_equals_its_definition_and_is_psd():
     assert np.linalg.eigvalsh(literal).min() < -1e-3
 
 
+def test_sqe_kernel_reads_hyperparameters_and_dataset_features():
+    rng = np.random.default_rng(4)
+    n, p, q = 9, 2, 3
+    x, z = rng.uniform(size=(n, p)), rng.normal(size=(n, q))
+    X = np.column_stack([x, z, rng.integers(0, 3, n), rng.integers(0, 2, n)])
+    lengths = np.array([0.3, 0.8, 0.5, 2.0, 1.0])
+    kernel = sqe_kernel(p, q)
+    assert kernel.n_params == p + q
+    K = kernel(np.log(lengths), X)
+    xz = np.column_stack([x, z])
+    d2 = (((xz[:, None, :] - xz[None, :, :]) / lengths) ** 2).sum(-1)
+    np.testing.assert_allclose(K, np.exp(-0.5 * d2), rtol=1e-12)
+    # the dataset index and group columns play no part
+    X_other = X.copy()
+    X_other[:, -2:] = rng.integers(0, 5, size=(n, 2))
+    np.testing.assert_array_equal(kernel(np.log(lengths), X_other), K)
+    # the same configuration correlates less on a dataset less alike
+    a = np.r_[0.5, 0.5, 0.0, 0.0, 0.0, 0, 1]
+    near, far = a.copy(), a.copy()
+    near[2], far[2] = 0.2, 1.5
+    k = kernel(np.log(lengths), a[None, :], np.vstack([near, far]))[0]
+    assert 1.0 > k[0] > k[1] > 0.0
+    # without features: the pooled kernel over the hyperparameters alone
+    assert sqe_kernel(p).n_params == p
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_transfer_kernels_are_psd_on_random_inputs(seed):
     rng = np.random.default_rng(seed)
@@ -84,7 +110,7 @@ def test_transfer_kernels_are_psd_on_random_inputs(seed):
     X = np.column_stack(
         [rng.uniform(size=(n, p)), rng.integers(0, 6, n), rng.integers(0, 2, n)]
     )
-    for kernel in (mkl_kernel(p, (0.5, 0.5)), sqe_kernel(p)):
+    for kernel in (mkl_kernel(p, (0.5, 0.5)), sqe_kernel(p), sqe_kernel(p, 1)):
         theta = rng.uniform(np.log(0.05), np.log(3.0), size=kernel.n_params)
         K = kernel(theta, X)
         assert np.linalg.eigvalsh(K).min() > -1e-10
@@ -111,7 +137,12 @@ def test_kernel_gradients_match_finite_differences():
         [rng.uniform(size=(12, 3)), rng.integers(0, 3, 12), rng.integers(0, 2, 12)]
     )
     X2 = X[:5] + 0.01
-    for kernel in (mkl_kernel(3), sqe_kernel(3), SquaredExponential()):
+    for kernel in (
+        mkl_kernel(3),
+        sqe_kernel(3),
+        sqe_kernel(2, 1),
+        SquaredExponential(),
+    ):
         kernel.set_n_dims(X.shape[1])
         theta = rng.uniform(-1.5, 0.5, size=kernel.n_params)
         for pre in (kernel.precompute(X), kernel.precompute(X, X2)):

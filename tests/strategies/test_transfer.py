@@ -16,6 +16,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from threadpoolctl import threadpool_limits
 
 from skbayes_search import BayesSearchCV, Categorical, Real, TrialStore
+from skbayes_search._meta_features import standardise_features
 from skbayes_search._response_surface import estimate_location_scale
 from skbayes_search.space import SearchSpace
 from skbayes_search.storage import TRIAL_FIELDS
@@ -294,6 +295,168 @@ def test_transfer_beats_an_independent_gp_on_the_first_trials(
     assert np.all(transfer < independent)
 
 
+def _write_run(store, name, X, rng, n_trials, center):
+    """A finished run of Bowl on the task ``X``, through the public store API.
+
+    Half of its trials lie near ``center`` (as a search's would), the rest
+    anywhere.
+    """
+    space = SearchSpace(SPACE)
+    run = store.open_run(
+        name,
+        strategy="TransferBayesSearchCV",
+        estimator_class=f"{Bowl.__module__}.{Bowl.__qualname__}",
+        space_signature=space.signature(),
+        meta={"n_samples": len(X), "n_features": X.shape[1], "n_classes": None},
+    )
+    U = rng.uniform(size=(n_trials, 2))
+    near = n_trials // 2
+    U[:near] = np.clip(np.asarray(center) + 0.05 * rng.normal(size=(near, 2)), 0, 1)
+    for params in space.from_unit(U):
+        score = Bowl(**params).score(X)
+        store.add_trial(
+            run,
+            {
+                "params": params,
+                "x": space.to_unit([params])[0].tolist(),
+                "fraction": 1.0,
+                "status": "ok",
+                "scores": {"test": {"score": [score, score]}},
+                "fit_times": [0.0, 0.0],
+                "score_times": [0.0, 0.0],
+                "n_test_samples": [1, 1],
+                "extras": {"score": score},
+            },
+        )
+    store.finish_run(run)
+
+
+def test_gp_holds_the_nearest_datasets_with_at_most_max_trials_each(tmp_path):
+    store = TrialStore(tmp_path / "s.sqlite")
+    rng = np.random.default_rng(0)
+    for i, n in enumerate([30, 300, 40, 3000, 35]):
+        X, _, row = _task(rng, n)
+        _write_run(store, f"prior-{i}", X, rng, 9, row[:2])
+    X, y, _ = _task(rng, 33)
+    with threadpool_limits(1):
+        search = KeepState(
+            Bowl(),
+            SPACE,
+            store=store,
+            n_neighbors=3,
+            max_trials_per_dataset=4,
+            n_iter=3,
+            cv=2,
+            random_state=0,
+        ).fit(X, y)
+    runs = search.transfer_runs_
+    assert [r["n_trials"] for r in runs] == [9] * 5
+    assert [r["neighbor"] for r in runs] == [True, False, True, False, True]
+    assert [r["n_used"] for r in runs] == [4, 0, 4, 0, 4]
+    # the GPs' training sets: 3 x 4 prior trials (and the current ones)
+    assert search.kept_surface_.X_prior.shape[0] == 12
+    assert search.kept_prior_gp_.X_.shape[0] == 12
+    assert search.kept_surrogate_.X_.shape[0] == 12 + 2
+    # no cap: every trial of the neighbours, now the first search's run (3
+    # trials, the nearest) and the two nearest of the others
+    search.set_params(max_trials_per_dataset=None, n_iter=1).fit(X, y)
+    assert [r["n_used"] for r in search.transfer_runs_] == [9, 0, 0, 0, 9, 3]
+
+
+@pytest.mark.parametrize("kernel", ["sqe", "mkl"])
+def test_sqe_inputs_hold_the_standardised_meta_features(tmp_path, kernel):
+    store = TrialStore(tmp_path / "s.sqlite")
+    rng = np.random.default_rng(1)
+    for i, n in enumerate([30, 300, 3000]):
+        X, _, row = _task(rng, n)
+        _write_run(store, f"prior-{i}", X, rng, 4, row[:2])
+    X, y, _ = _task(rng, 100)
+    with threadpool_limits(1):
+        search = KeepState(
+            Bowl(), SPACE, store=store, kernel=kernel, n_iter=2, cv=2, random_state=0
+        ).fit(X, y)
+    surface = search.kept_surface_
+    current = surface.augment(np.full((1, 2), 0.5))[0]
+    if kernel == "mkl":
+        # the neighbour kernel places datasets by the neighbour group only
+        assert surface.X_prior.shape[1] == 2 + 2
+        assert current.tolist() == [0.5, 0.5, 0.0, 1.0]
+        return
+    # only log n_samples varies across these datasets: one feature column,
+    # standardised across the current and the prior datasets
+    F = np.vstack(
+        [search.meta_features_, [r["meta_features"] for r in search.transfer_runs_]]
+    )
+    z = standardise_features(F)[:, 0]
+    assert surface.X_prior.shape[1] == 2 + 1 + 2
+    assert current[2] == pytest.approx(z[0])
+    np.testing.assert_allclose(surface.X_prior[:, 2], np.repeat(z[1:], 4))
+    # one length scale per hyperparameter and per feature
+    assert search.kept_surrogate_.kernel_.n_params == 3
+
+
+@pytest.mark.parametrize("n_current, center", [(35, (0.2, 0.8)), (2500, (0.8, 0.2))])
+def test_sqe_transfers_from_datasets_with_similar_meta_features(
+    tmp_path, n_current, center
+):
+    """Small datasets peak at one corner, large ones at the other: the first
+    trial follows the prior datasets of the current one's size."""
+    store = TrialStore(tmp_path / "s.sqlite")
+    rng = np.random.default_rng(2)
+    for i, n in enumerate([30, 2000, 40, 3000, 35, 2500]):
+        c = (0.2, 0.8) if n < 100 else (0.8, 0.2)
+        X, _, row = _task(rng, n, center=c)
+        _write_run(store, f"prior-{i}", X, rng, 8, row[:2])
+    X, y, _ = _task(rng, n_current, center=center)
+    with threadpool_limits(1):
+        search = TransferBayesSearchCV(
+            Bowl(), SPACE, store=store, kernel="sqe", n_iter=1, cv=2, random_state=0
+        ).fit(X, y)
+    first = SearchSpace(SPACE).to_unit([search.cv_results_["params"][0]])[0]
+    assert np.abs(first - np.asarray(center)).max() < 0.15
+
+
+def _related_task(rng):
+    """A task whose optimum moves with its size (and so with its meta-features)."""
+    t = rng.uniform()
+    return _task(rng, int(30 * 2 ** (3 * t)), (0.25 + 0.3 * t, 0.75 - 0.3 * t))
+
+
+@pytest.mark.parametrize("kernel", ["mkl", "sqe"])
+def test_warm_start_beats_bayes_search_on_a_stream_of_related_datasets(
+    tmp_path, kernel
+):
+    """Datasets arrive one at a time; after a few trials on each, the
+    transfer search is closer to the optimum than BayesSearchCV, on average."""
+    store = TrialStore(tmp_path / "stream.sqlite")
+    rng = np.random.default_rng(1)
+    for i in range(6):
+        X, _, row = _related_task(rng)
+        _write_run(store, f"prior-{i}", X, rng, 8, row[:2])
+    n_trials, regrets = 3, {"transfer": [], "bayes": []}
+    for i in range(10):
+        X, y, row = _related_task(rng)
+        with threadpool_limits(1):
+            # each search joins the store: later datasets transfer from it
+            transfer = TransferBayesSearchCV(
+                Bowl(),
+                SPACE,
+                store=store,
+                kernel=kernel,
+                n_iter=n_trials,
+                cv=2,
+                random_state=i,
+            ).fit(X, y)
+            bayes = BayesSearchCV(
+                Bowl(), SPACE, n_iter=n_trials, cv=2, random_state=i
+            ).fit(X, y)
+        for name, search in (("transfer", transfer), ("bayes", bayes)):
+            scores = search.cv_results_["mean_test_score"]
+            regrets[name].append(_regret(scores, row) / row[3])
+    # wide margin: half the regret of BayesSearchCV's first trials
+    assert np.mean(regrets["transfer"]) < 0.5 * np.mean(regrets["bayes"])
+
+
 def test_prior_runs_are_filtered_by_estimator_space_status_and_fraction(tmp_path):
     path = str(tmp_path / "s.sqlite")
     rng = np.random.default_rng(3)
@@ -384,8 +547,11 @@ def test_neighbours_are_the_nearest_datasets_in_meta_feature_space(tmp_path):
         [r["distance"] for r in runs], np.abs(np.log([20, 400, 60]) - np.log(50))
     )
     assert [r["neighbor"] for r in runs] == [True, False, True]
-    flags = search.kept_surface_.X_prior[:, -1]
-    np.testing.assert_array_equal(flags, [1, 1, 0, 0, 1, 1])
+    assert [r["n_used"] for r in runs] == [2, 0, 2]
+    # the GP holds the neighbours' trials only (oldest first)
+    surface = search.kept_surface_
+    np.testing.assert_array_equal(surface.X_prior[:, -2], [1, 1, 2, 2])
+    assert surface.in_group.all()
     # user-supplied meta-features move the current dataset
     search.set_params(meta_features={"n_samples": 400}, n_iter=1).fit(X, y)
     assert [r["neighbor"] for r in search.transfer_runs_][1]
@@ -480,6 +646,9 @@ class Counted(RegressorMixin, BaseEstimator):
         (dict(kernel_weights=(1.2, -0.2)), "non-negative"),
         (dict(kernel_weights=(1.0,)), "two"),
         (dict(n_neighbors=0), "n_neighbors"),
+        (dict(n_neighbors=True), "n_neighbors"),
+        (dict(max_trials_per_dataset=0), "max_trials_per_dataset"),
+        (dict(max_trials_per_dataset=2.5), "max_trials_per_dataset"),
         (dict(random_replacement=1.5), "random_replacement"),
         (dict(random_replacement=-0.1), "random_replacement"),
         (dict(kernel="rbf"), "kernel"),
