@@ -205,9 +205,10 @@ class RungLedger:
             return
         # the first of equal scores, as finished
         key, score = self.successes(rungs[0])[0]
-        best = (key, rungs[0], score)
-        if best != self.incumbent:
-            self.incumbent = best
+        previous = self.incumbent
+        self.incumbent = (key, rungs[0], score)
+        # the same configuration and score one rung up is no news
+        if previous is None or (previous[0], previous[2]) != (key, score):
             self.incumbent_trajectory.append(
                 (float(elapsed), dict(self._params[key]), score)
             )

@@ -40,7 +40,7 @@ MIN_RUNGS = 3
 # Observations the GP is fitted on: its MAP refit grows as n^3 (0.18 s at
 # 300, 1.8 s at 600 on one core).
 _MAX_MODELLED = 250
-# Best configurations at the modelled rung whose neighbourhoods seed the search.
+# Best configurations on the base rung whose neighbourhoods seed the search.
 _N_SEEDS = 3
 # Candidates per acquisition maximisation (a proposal must stay cheap).
 _N_CANDIDATES = 512
@@ -255,6 +255,10 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             )
         self._rungs = rungs
         self._ledger = RungLedger(rungs, self.factor)
+        # a resumed search keeps counting
+        self._n_asks = max((t.iter for t in ctx.trials), default=-1) + 1
+        if self.fallback_:
+            return
         self._axis = FractionAxis(ctx.n_train, rungs.rows[0])
         loss_kernel, _ = fabolas_kernels(ctx.space.n_dims)
         self._gp = GPSurrogate(
@@ -263,8 +267,6 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             random_state=ctx.seed,
             restart_every=20,
         )
-        # a resumed search keeps counting
-        self._n_asks = max((t.iter for t in ctx.trials), default=-1) + 1
 
     # -- proposing -----------------------------------------------------------------
     def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
@@ -280,7 +282,8 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 pending=ctx.pending,
             )
             for t in trials:
-                t.extras = {"role": "new"}
+                t.extras.setdefault("acquisition_value", np.nan)
+                t.extras["role"] = "new"
             return trials
         ledger, rungs = self._ledger, self._rungs
         ledger.absorb(ctx.trials)
