@@ -360,7 +360,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             for h, d in zip(hedges, draws)
         ]
         n_gp = sum(by_gp)
-        seen = np.vstack([ctx.X(), np.reshape(running, (-1, n_x))])
+        seen = np.vstack([ctx.X(), np.reshape(running, (len(running), n_x))])
         U = self._random_points(ctx, seen, len(hedges) - n_gp)
         U_gp, v_gp = self._gp_points(ctx, running + list(U), n_gp)
         # a finite space nearly exhausted: random points, if any are left
@@ -420,7 +420,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
 
         on_base = np.flatnonzero(level[use] == base)
         best = on_base[np.argsort(loss[on_base], kind="stable")[:_N_SEEDS]]
-        running_x = np.reshape(running, (-1, n_x))
+        running_x = np.reshape(running, (len(running), n_x))
         return propose_batch(
             acquisition_for,
             n,

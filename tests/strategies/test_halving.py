@@ -242,6 +242,19 @@ def test_max_time_ends_with_a_measurement_on_all_data(data):
     assert search.incumbent_trajectory_[-1][1] == search.best_params_
 
 
+@pytest.mark.parametrize("space", [{}, {"a": [0.2, 0.5, 0.8]}])
+def test_small_finite_spaces_end_early_with_an_all_data_answer(data, space):
+    X, y = data
+    search = HalvingBayesSearchCV(
+        Curves(), space, n_iter=30, cv=2, random_state=0, asynchronous=False
+    ).fit(X, y)
+    res = search.cv_results_
+    assert len(res["params"]) < 30
+    pairs = [(tuple(p.items()), r) for p, r in zip(res["params"], res["rung"])]
+    assert len(set(pairs)) == len(pairs)
+    assert res["resource_fraction"][search.best_index_] == 1.0
+
+
 def test_single_trial_budget_runs_one_configuration_on_all_data(data):
     X, y = data
     search = _search(n_iter=1).fit(X, y)
