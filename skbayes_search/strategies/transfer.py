@@ -282,6 +282,7 @@ feature_names_in_
             "the search stops once every one has been evaluated.",
         )
 
+    # -- search ---------------------------------------------------------------
     def _init_search(self, ctx: SearchContext) -> None:
         # the store the base journals this run to: one connection
         store = ctx.journal.store
