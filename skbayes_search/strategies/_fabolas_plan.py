@@ -18,7 +18,12 @@ from .._loop import final_deadline
 from .._numerics import single_blas_thread
 from .._trial import SearchContext, Trial
 from .._validation import check_fractions
-from ._fabolas_trust import FINAL_LOW_TRUST, PROBE_SHARE, PROBE_SPREAD
+from ._fabolas_trust import (
+    FINAL_LOW_TRUST,
+    PROBE_SHARE,
+    PROBE_SPREAD,
+    rank_contenders,
+)
 
 __all__ = ["FabolasPlan"]
 
@@ -119,19 +124,14 @@ class FabolasPlan:
     def _probe(
         self, ctx: SearchContext, it: int, costs: Any, max_cost: float
     ) -> Trial | None:
-        """The best contender not yet evaluated on the probes' size, when no
-        probe runs, it fits in the time left, and either the bound has too
-        few probes to be judged or probes have taken at most
-        ``PROBE_SHARE`` of the cost so far."""
+        """A probe, when none runs and it fits in the time left: the
+        configuration the model rates best among those evaluated at the
+        bound, if it was never probed; else, while the bound has too few
+        probes to be judged or probes have taken at most ``PROBE_SHARE`` of
+        the cost so far, the best one not probed yet."""
         trust = self._trust
         level = None if trust is None else trust.probe_level()
         if level is None or any(t.extras.get("role") == "probe" for t in ctx.pending):
-            return None
-        spent = self._spent(ctx)
-        on_probes = sum(
-            c for c, t in zip(spent, ctx.trials) if t.extras.get("role") == "probe"
-        )
-        if trust.probes_judged() and on_probes > PROBE_SHARE * float(spent.sum()):
             return None
         rows, fraction = trust.rows(level), trust.fraction(level)
         # configurations on the probes' size or above, finished or running
@@ -142,23 +142,36 @@ class FabolasPlan:
             if round(t.fraction * ctx.n_train) >= rows
         ]
         high = np.array(high).reshape(-1, ctx.space.n_dims)
-        s = self._axis.to_s(fraction)
-        for row, _ in self._contenders(ctx):
-            x = ctx.trials[row].x
+
+        def probed(x: np.ndarray) -> bool:
             # near-copies of a probed configuration tie in score, and ties
             # ranked apart by the model's noise would read as disagreement
-            if len(high) and np.abs(high - x).max(axis=1).min() < PROBE_SPREAD:
-                continue
-            u = self._axis.with_s(x[None, :], s)
-            if costs is not None and costs.cautious(u, [fraction])[0] > max_cost:
-                return None
-            extras = self._extras(
-                "probe",
-                predicted_score=self._predict_score(u),
-                predicted_full_score=self._pred_full.get(row, math.nan),
+            return bool(len(high)) and np.abs(high - x).max(axis=1).min() < PROBE_SPREAD
+
+        at_bound = trust.evaluated_at(ctx.trials, trust.bound)
+        predicted = {i: v for i, v in self._pred_full.items() if i < len(ctx.trials)}
+        ranked = rank_contenders(ctx.trials, at_bound, predicted)
+        fresh = [r for r, _ in ranked if not probed(ctx.trials[r].x)]
+        if not fresh:
+            return None
+        if ranked[0][0] != fresh[0]:
+            # the favourite is measured on the probes' size already
+            spent = self._spent(ctx)
+            on_probes = sum(
+                c for c, t in zip(spent, ctx.trials) if t.extras.get("role") == "probe"
             )
-            return Trial(dict(ctx.trials[row].params), fraction, iter=it, extras=extras)
-        return None
+            if trust.probes_judged() and on_probes > PROBE_SHARE * float(spent.sum()):
+                return None
+        row = fresh[0]
+        u = self._axis.with_s(ctx.trials[row].x[None, :], self._axis.to_s(fraction))
+        if costs is not None and costs.cautious(u, [fraction])[0] > max_cost:
+            return None
+        extras = self._extras(
+            "probe",
+            predicted_score=self._predict_score(u),
+            predicted_full_score=self._pred_full.get(row, math.nan),
+        )
+        return Trial(dict(ctx.trials[row].params), fraction, iter=it, extras=extras)
 
     # -- the final evaluations ---------------------------------------------------
     def _n_final(self) -> int:

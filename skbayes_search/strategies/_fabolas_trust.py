@@ -11,7 +11,8 @@ level whose evidence the search uses. Two tests raise it, both through
 - the *ladder*: the initial design evaluates each of its configurations on
   the two smallest sizes; when their ranks there disagree, the smallest
   size misleads;
-- *probes*: a probe evaluates a configuration two levels above the bound,
+- *probes*: a probe evaluates a configuration well above the bound (at
+  least two levels, and halfway to all rows on a log scale),
   with the model's prediction for that very trial recorded when it was
   proposed; when the model's predictions and the measured scores of the
   probes rank the configurations differently, what the model extrapolates
@@ -52,7 +53,9 @@ __all__ = [
 
 #: Ratio between consecutive sizes of the ladder.
 LADDER_FACTOR = 4
-#: Levels between the bound and the size the probes run on (16 times the rows).
+#: Fewest levels between the bound and the size the probes run on (16 times
+#: the rows); more when all rows are further away: the probes run halfway, on
+#: a log scale, from the bound to all rows.
 PROBE_GAP = 2
 #: Largest share of the cost spent so far that probes may have taken, once
 #: the bound's first probes (enough to judge it) have run.
@@ -102,8 +105,8 @@ class SubsetTrust:
     >>> trust = SubsetTrust(n_train=37_500, min_rows=70, n_design=None)
     >>> trust.top, [trust.rows(k) for k in range(trust.top + 1)]
     (5, [70, 280, 1120, 4480, 17920, 37500])
-    >>> trust.level_of(1120), trust.probe_level()
-    (2, 2)
+    >>> trust.level_of(1120), trust.probe_level()  # halfway to all rows
+    (2, 3)
     """
 
     def __init__(self, n_train: int, min_rows: int, n_design: int | None) -> None:
@@ -135,11 +138,14 @@ class SubsetTrust:
         """The level of a trial on ``n_resources`` rows."""
         return size_level(n_resources, self.min_rows, LADDER_FACTOR, self.n_train)
 
-    def probe_level(self) -> int | None:
-        """The level the bound's probes run on; None at the top."""
-        if self.bound >= self.top:
+    def probe_level(self, bound: int | None = None) -> int | None:
+        """The level the probes of a bound (the current one by default) run
+        on; None at the top."""
+        bound = self.bound if bound is None else bound
+        if bound >= self.top:
             return None
-        return min(self.top, self.bound + PROBE_GAP)
+        gap = max(PROBE_GAP, math.ceil((self.top - bound) / 2))
+        return min(self.top, bound + gap)
 
     def probes_judged(self) -> bool:
         """Whether the bound's probes are enough to judge it."""
@@ -182,7 +188,7 @@ class SubsetTrust:
                 ]
                 pred, meas = zip(*mine) if mine else ((), ())
                 model = Agreement(bound, rank_agreement(pred, meas), len(mine))
-                high = min(self.top, bound + PROBE_GAP)
+                high = self.probe_level(bound)
                 keys, levels, scores = zip(*self._seen)
                 subsets = agreement_between(keys, levels, scores, bound, high)
                 self._judge("probes", model, subsets, high, record.elapsed_time)
@@ -231,23 +237,31 @@ class SubsetTrust:
             self.bound_trajectory.append((float(elapsed), self.fraction(self.bound)))
 
     # -- questions -------------------------------------------------------------
-    def supported(self, trials: Sequence[Any]) -> np.ndarray:
-        """Which successful trials' configurations rest on trusted evidence.
-
-        A configuration is supported when it has a successful trial at the
-        bound or above; while none has, at the highest level with a success.
-        """
+    def evaluated_at(self, trials: Sequence[Any], level: int) -> np.ndarray:
+        """Successful trials whose configuration succeeded at ``level`` or
+        above (while none has, at the highest level with a success)."""
         ok = np.array(
             [not t.failed and np.isfinite(t.score) for t in trials], dtype=bool
         )
-        levels = np.array([self.level_of(t.n_resources) for t in trials], dtype=int)
         if not ok.any():
             return ok
-        floor = min(self.bound, int(levels[ok].max()))
+        levels = np.array([self.level_of(t.n_resources) for t in trials], dtype=int)
+        floor = min(int(level), int(levels[ok].max()))
         keys = {
-            t.x.tobytes() for t, o, k in zip(trials, ok, levels) if o and k >= floor
+            t.x.tobytes() for t, keep in zip(trials, ok & (levels >= floor)) if keep
         }
         return ok & np.array([t.x.tobytes() in keys for t in trials], dtype=bool)
+
+    def supported(self, trials: Sequence[Any]) -> np.ndarray:
+        """Which successful trials' configurations may be the incumbent.
+
+        Those measured on the probes' size or above: a configuration seen
+        only on the smallest trusted sizes is a candidate for a probe, not
+        yet an answer. While none has been, those at the highest level with a
+        success.
+        """
+        level = self.probe_level()
+        return self.evaluated_at(trials, self.top if level is None else level)
 
 
 def rank_contenders(
