@@ -68,6 +68,9 @@ class BayesSearchCV(BaseBayesSearchCV):
         Trials of the Sobol initial design before the GP proposes.
     acquisition : {"ei", "ei_per_second", "pi", "lcb"}, default="ei"
         Acquisition function, integrated over GP hyperparameter samples.
+        ``"ei_per_second"`` models measured fit times, so its trials depend on
+        the clock (the machine and its load), even with a fixed
+        ``random_state``.
     kappa : float, default=2.0
         Exploration weight of ``acquisition="lcb"`` (``mean - kappa * std`` of
         the loss); larger explores more. Ignored by the other acquisitions.

@@ -225,9 +225,10 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     independence approximation of this quantity; two literal readings of it
     were measured and rejected (``doc/design/tradeoff.rst``).
 
-    Training times are wall-clock measurements and vary from run to run, so
-    with ``alpha > 0`` two runs with the same ``random_state`` may take
-    different paths.
+    Training times are wall-clock measurements and vary from run to run and
+    from machine to machine, so with ``alpha > 0`` the trials depend on the
+    clock: two runs with the same ``random_state`` may take different paths,
+    even with ``asynchronous=False``.
 
     References
     ----------
