@@ -369,20 +369,17 @@ class FabolasSearchCV(FabolasModel, FabolasPlan, BaseBayesSearchCV):
 
     def _end_search(self, ctx: SearchContext, results: dict) -> None:
         self._sync(ctx)
-        best = getattr(self, "best_index_", None)
-        if best is not None and ctx.trials and not callable(self.refit):
+        chosen = not callable(self.refit) and (self.refit or not self.multimetric_)
+        if chosen and ctx.trials:
             # the answer closes the trajectory: measured on all data, or the
             # incumbent's prediction when no full-data trial succeeded
-            record = ctx.trials[best]
+            record = ctx.trials[self.best_index_]
             value = record.score
             if record.fraction < 1.0:
-                value = self._pred_full.get(best, record.score)
-            last = (
-                self.incumbent_trajectory_[-1] if self.incumbent_trajectory_ else None
+                value = self._pred_full.get(self.best_index_, record.score)
+            self.incumbent_trajectory_.append(
+                (ctx.trials[-1].elapsed_time, dict(record.params), float(value))
             )
-            entry = (ctx.trials[-1].elapsed_time, dict(record.params), float(value))
-            if last is None or last[1:] != entry[1:]:
-                self.incumbent_trajectory_.append(entry)
         trust = self._trust
         self.min_fraction_trajectory_ = (
             [(0.0, 1.0)] if trust is None else list(trust.bound_trajectory)
