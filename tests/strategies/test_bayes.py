@@ -365,8 +365,10 @@ def test_same_params_for_n_jobs_1_and_2_when_synchronous():
 def test_max_time_stops_the_search():
     X, y = make_regression(n_samples=40, n_features=3, random_state=0)
     search = BayesSearchCV(
-        Quadratic(), QUADRATIC_SPACE, n_iter=500, max_time=1.0, cv=2, random_state=0
+        Quadratic(), QUADRATIC_SPACE, n_iter=500, max_time=3.0, cv=2, random_state=0
     ).fit(X, y)
+    # 3 s rather than 1 s: the first trial must finish within max_time plus
+    # its grace even on a loaded machine; 500 GP proposals take minutes
     n = len(search.cv_results_["params"])
     assert 1 <= n < 500
 
