@@ -47,8 +47,15 @@ RESERVE_MARGIN = 1.5
 # Fewer fits, or a narrower span of fractions, show scatter, not curvature.
 QUADRATIC_MIN_FITS = 10
 QUADRATIC_MIN_SPAN = 16.0
+# Nor do fits in two clusters: a gap (in log fraction) wider than this share of
+# their span leaves the curvature to the scatter within the clusters.
+QUADRATIC_MAX_GAP = 0.5
 # Fewest trials reading the curve before the slow-fit bound counts.
 POPULATION_MIN_FITS = 6
+# The slow-fit bound reads the trials within this factor of the largest
+# fraction when there are enough of them: scaled from far smaller fits, the
+# spread between configurations is multiplied with the extrapolation's error.
+POPULATION_SPAN = 8.0
 # A larger reserve is more likely a bad extrapolation than a real cost.
 RESERVE_MAX_SHARE = 0.5
 
@@ -71,8 +78,9 @@ def cost_curve(fractions: Any, costs: Any) -> tuple[float, np.ndarray]:
         Coefficients (highest power first) of ``log(cost - c0)`` as a
         polynomial in ``log fraction``, fitted to the trials whose cost is
         mostly variable: a quadratic when they are at least
-        ``QUADRATIC_MIN_FITS`` spanning a factor ``QUADRATIC_MIN_SPAN``,
-        unless it comes out concave, then a line; with fewer or a narrower
+        ``QUADRATIC_MIN_FITS`` spanning a factor ``QUADRATIC_MIN_SPAN`` with
+        no gap wider than ``QUADRATIC_MAX_GAP`` of the span, unless it comes
+        out concave, then a line; with fewer or a narrower
         span, a line of slope at least ``SPARSE_MIN_EXPONENT``; the line of
         slope 1 with fewer than 3 or a span under a factor 2.
 
@@ -96,9 +104,11 @@ def cost_curve(fractions: Any, costs: Any) -> tuple[float, np.ndarray]:
     if use.sum() < 3 or np.ptp(f[use]) < np.log(2.0):
         return c0, linear
     x, y = f[use], np.log(variable[use])
-    if use.sum() >= QUADRATIC_MIN_FITS and np.ptp(x) >= np.log(QUADRATIC_MIN_SPAN):
-        quad = np.polyfit(x, y, 2)
-        if quad[0] >= 0.0:
+    span = np.ptp(x)
+    spread = np.diff(np.unique(x)).max() <= QUADRATIC_MAX_GAP * span
+    if use.sum() >= QUADRATIC_MIN_FITS and span >= np.log(QUADRATIC_MIN_SPAN):
+        quad = np.polyfit(x, y, 2) if spread else np.zeros(3)
+        if quad[0] > 0.0:
             return c0, quad
         return c0, np.concatenate([[0.0], np.polyfit(x, y, 1)])
     slope, intercept = np.polyfit(x, y, 1)
@@ -189,10 +199,12 @@ def slow_cost(
     """Seconds (summed over splits) of a slow fit on each fraction in ``to``.
 
     The trials on the larger half of the fractions (among those whose cost
-    is mostly variable) are each scaled to every fraction in ``to`` along
-    ``curve``; the result is the one-sided 95 % bound of a log-normal fitted
-    to them: the spread between configurations that the smallest subsets do
-    not show. Zeros with fewer than ``POPULATION_MIN_FITS`` such trials.
+    is mostly variable; only those within a factor ``POPULATION_SPAN`` of the
+    largest fraction when at least ``POPULATION_MIN_FITS`` are) are each
+    scaled to every fraction in ``to`` along ``curve``; the result is the
+    one-sided 95 % bound of a log-normal fitted to them: the spread between
+    configurations that the smallest subsets do not show. Zeros with fewer
+    than ``POPULATION_MIN_FITS`` such trials.
 
     Examples
     --------
@@ -211,6 +223,9 @@ def slow_cost(
         return np.zeros(to.shape)
     f, c = fractions[use], costs[use]
     upper = f >= np.median(f)
+    near = upper & (f >= f.max() / POPULATION_SPAN)
+    if near.sum() >= POPULATION_MIN_FITS:
+        upper = near
     scaled = scaled_cost(c0, curve, f[upper][:, None], c[upper][:, None], to[None, :])
     logs = np.log(scaled)
     return np.exp(logs.mean(axis=0) + Z95 * logs.std(axis=0, ddof=1))

@@ -138,6 +138,44 @@ def test_slow_cost_scales_the_larger_fits_to_any_fraction():
     assert np.all(bound[1:] > 0.8 * slow[1:]) and np.all(bound < 3 * slow)
 
 
+def test_two_clusters_of_fits_give_a_line_not_a_curvature():
+    # a cost convex in log-log, seen on tiny subsets and on one much larger
+    # size (as FABOLAS's probes leave them): the scatter within the clusters
+    # would set the curvature, so the curve is their line
+    def cost(f):
+        log_f = np.log(f)
+        return 0.001 + np.exp(0.1 * log_f**2 + 2.5 * log_f + 4.0)
+
+    f = np.r_[np.full(12, 1 / 512), np.full(12, 1 / 128), np.full(8, 1 / 8)]
+    noise = np.random.default_rng(1).uniform(0.8, 1.25, f.size)
+    _, curve = cost_curve(f, cost(f) * noise)
+    assert curve[0] == 0.0
+    # as many fits spread over the span show the curvature
+    spread = np.geomspace(1 / 512, 1 / 8, 32)
+    _, bent = cost_curve(spread, cost(spread))
+    assert bent[0] > 0.0
+
+
+def test_slow_cost_reads_the_largest_fits_when_there_are_enough():
+    # FABOLAS's probes: most fits on tiny subsets, a few configurations on a
+    # much larger one. Scaled from the tiny ones, the spread between
+    # configurations would be multiplied with the 100-fold extrapolation's
+    # error; the bound reads the fits nearest all rows instead.
+    rng = np.random.default_rng(0)
+    tiny = np.full(30, 0.01)
+    large = np.full(6, 0.125)
+    f = np.concatenate([tiny, large])
+    per_row = np.concatenate([rng.uniform(10.0, 80.0, 30), rng.uniform(30.0, 40.0, 6)])
+    costs = 0.01 + f * per_row
+    c0, curve = cost_curve(f, costs)
+    bound = slow_cost(f, costs, c0, curve, 1.0)[0]
+    from_large = slow_cost(large, costs[30:], c0, curve, 1.0)[0]
+    assert bound == pytest.approx(from_large)
+    # with too few large fits, the larger half of all fits still counts
+    few = np.r_[np.full(30, 0.01), 0.125, 0.125]
+    assert slow_cost(few, 0.01 + few * 40.0, c0, curve, 1.0)[0] > 0
+
+
 def test_scaled_cost_broadcasts_and_keeps_same_fraction():
     c0, curve = 0.1, np.array([0.0, 2.0, 0.0])
     out = scaled_cost(c0, curve, np.array([[0.1], [0.2]]), 1.0, np.array([0.1, 0.4]))

@@ -219,16 +219,14 @@ class FabolasPlan:
         return out
 
     def _final_reserve(self, ctx: SearchContext, costs: Any, inc: int) -> float:
-        """Wall seconds kept for the final evaluations, at most
-        ``RESERVE_MAX_SHARE`` of ``max_time``."""
-        rows = [] if self.fallback_ else self._final_candidates(ctx, inc)
+        """Wall seconds kept for the first final evaluation, at most
+        ``RESERVE_MAX_SHARE`` of ``max_time``; more evaluations run at the
+        end only if the time left then covers them (``_affordable``)."""
+        rows = [] if self.fallback_ else self._final_candidates(ctx, inc)[:1]
         if not rows:
             return 0.0
-        seconds = max(self._full_seconds(ctx, costs, rows))
-        together = together_seconds(
-            seconds, len(rows), ctx.n_splits, ctx.n_jobs_effective
-        )
-        return min(together, RESERVE_MAX_SHARE * ctx.max_time)
+        seconds = self._full_seconds(ctx, costs, rows)[0]
+        return min(seconds, RESERVE_MAX_SHARE * ctx.max_time)
 
     def _affordable(self, ctx: SearchContext, rows: list[int]) -> list[int]:
         """The final rows the count budget and the time left allow; the
