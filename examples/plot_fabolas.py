@@ -52,8 +52,9 @@ print("trials:", len(search.cv_results_["params"]))
 # %%
 # Left: the training fraction of every trial against the time it finished,
 # coloured by its validation score; the last point, on all rows, is the final
-# evaluation of the incumbent. Right: the model's predicted full-data score of
-# its incumbent after every iteration (``incumbent_trajectory_``).
+# evaluation of the incumbent. Right: the incumbent's score after every
+# finished trial and model fit (``incumbent_trajectory_``): measured on a
+# subset until a model exists, then the model's prediction for all data.
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
 plot_fractions(search, ax=left)
 times = [t for t, _, _ in search.incumbent_trajectory_]
@@ -63,6 +64,6 @@ right.axhline(
     search.best_score_, color="r", linestyle="--", label="measured at the end"
 )
 right.set_xlabel("wall-clock seconds")
-right.set_ylabel("incumbent's predicted full-data score")
+right.set_ylabel("incumbent's score (measured, then predicted)")
 right.legend()
 plt.show()
