@@ -30,6 +30,7 @@ from skbayes_search import (
     BayesSearchCV,
     Categorical,
     FabolasSearchCV,
+    HalvingBayesSearchCV,
     MultiStageBayesSearchCV,
     Real,
     TradeoffBayesSearchCV,
@@ -107,6 +108,11 @@ def _run(name: str, tmp_path) -> list:
         search = FabolasSearchCV(
             SVC(), SPACE, n_iter=12, n_initial_points=5, n_representers=20, **common
         )
+    elif name == "halving":
+        # 427 training rows per split: rungs of 20, 60, 180 and 427 rows
+        search = HalvingBayesSearchCV(
+            SVC(), SPACE, n_iter=24, n_initial_points=4, **common
+        )
     elif name == "tradeoff":
         search = TradeoffBayesSearchCV(SVC(), SPACE, n_iter=10, alpha=0.2, **common)
     elif name.startswith("transfer-"):
@@ -131,6 +137,7 @@ CASES = [
     "bayes-lcb",
     "multistage",
     "fabolas",
+    "halving",
     "tradeoff",
     "transfer-mkl",
     "transfer-sqe",
