@@ -37,7 +37,7 @@ import numpy as np
 from scipy.stats import spearmanr
 from threadpoolctl import threadpool_limits
 
-from skbayes_search import FabolasSearchCV
+from skbayes_search._validation import min_resources_rows
 from skbayes_search.gp import GPSurrogate
 from skbayes_search.gp.fabolas_kernels import (
     error_kind,
@@ -75,8 +75,10 @@ def check_run(
     """Extrapolation quality of one run's loss model at each checkpoint."""
     n_search, n_splits = task_info["n_search"], record["n_splits"]
     n_train = n_search - math.ceil(n_search / n_splits)
-    ctx = SimpleNamespace(n_classes=task_info.get("n_classes"), n_splits=n_splits)
-    min_resources = FabolasSearchCV(None, {})._resolve_min_resources(ctx)
+    ctx = SimpleNamespace(
+        n_classes=task_info.get("n_classes"), n_splits=n_splits, n_train=n_train
+    )
+    min_resources = min_resources_rows("auto", ctx)
     log_smin = math.log(min_resources / n_train)
     trials = [t for t in record["trials"] if np.isfinite(t["score"])]
     X_ref = space.to_unit(refit_params)

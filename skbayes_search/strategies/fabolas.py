@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import BaseBayesSearchCV, shared_params
 from .._numerics import single_blas_thread
 from .._trial import SearchContext, Trial
-from .._validation import check_fractions
+from .._validation import check_fractions, min_resources_rows
 from ..acquisition.entropy import INFORMATION
 from ..gp import GPSurrogate
 from ..gp.fabolas_kernels import FractionAxis, fabolas_kernels
@@ -31,8 +31,6 @@ from ._fabolas_trust import SubsetTrust
 
 __all__ = ["FabolasSearchCV"]
 
-#: ``min_resources="auto"`` for regressors (and unsupervised estimators).
-MIN_RESOURCES_REGRESSION = 100
 #: Below this ratio of training rows to ``min_resources``: plain BO.
 MIN_RANGE_RATIO = 16
 
@@ -260,27 +258,16 @@ class FabolasSearchCV(FabolasModel, FabolasPlan, BaseBayesSearchCV):
         self.information = information
         self.cost_model = cost_model
 
-    def _resolve_min_resources(self, ctx: SearchContext) -> int:
-        if self.min_resources != "auto":
-            return int(self.min_resources)
-        if ctx.n_classes is None:
-            return MIN_RESOURCES_REGRESSION
-        return max(10 * ctx.n_classes, 2 * ctx.n_splits * ctx.n_classes)
-
     def _ladder(self) -> bool:
         return isinstance(self.initial_fractions, str)
 
     def _check_strategy_params(self, ctx: SearchContext) -> None:
         if not self._ladder():
             check_fractions(self.initial_fractions, "initial_fractions")
-        if self.min_resources != "auto" and int(self.min_resources) > ctx.n_train:
-            raise ValueError(
-                f"min_resources={self.min_resources} is larger than the "
-                f"{ctx.n_train} training rows of the smallest CV split."
-            )
+        min_resources_rows(self.min_resources, ctx)
 
     def _init_search(self, ctx: SearchContext) -> None:
-        self.min_resources_ = min(self._resolve_min_resources(ctx), ctx.n_train)
+        self.min_resources_ = min_resources_rows(self.min_resources, ctx)
         self.fallback_ = ctx.n_train / self.min_resources_ < MIN_RANGE_RATIO
         if self.fallback_:
             msg = (
