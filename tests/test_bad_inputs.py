@@ -122,9 +122,12 @@ SPECIFIC = {
     "bayes": [
         ("acquisition", {"acquisition": "ucb"}, None, ValueError, ["acquisition"]),
         ("n_initial_points", {"n_initial_points": 0}, None, ValueError, ["n_ini"]),
+        ("kappa<0", {"acquisition": "lcb", "kappa": -1.0}, None, ValueError, ["kappa"]),
+        ("kappa str", {"kappa": "2"}, None, ValueError, ["kappa"]),
     ],
     "multistage": [
         ("acquisition", {"acquisition": "ucb"}, None, ValueError, ["acquisition"]),
+        ("kappa<0", {"acquisition": "lcb", "kappa": -1.0}, None, ValueError, ["kappa"]),
         ("stages=0", {"stages": (0.0, 1.0)}, None, ValueError, ["stages"]),
         ("stages>1", {"stages": (0.5, 1.5)}, None, ValueError, ["stages"]),
         ("stages unsorted", {"stages": (0.6, 0.3, 1.0)}, None, ValueError, ["stages"]),
