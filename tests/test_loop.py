@@ -15,6 +15,7 @@ from skbayes_search import (
     BayesSearchCV,
     Categorical,
     FabolasSearchCV,
+    HalvingBayesSearchCV,
     MultiStageBayesSearchCV,
     Real,
     TradeoffBayesSearchCV,
@@ -135,6 +136,16 @@ def _strategy(name, tmp_path):
             min_resources=10,
             **common,
         )
+    if name == "halving":
+        # 200 training rows a split: rungs of 10, 30, 90 and 200 rows
+        return HalvingBayesSearchCV(
+            Sleepy(pause=0.02),
+            FINITE,
+            n_iter=10,
+            n_initial_points=3,
+            min_resources=10,
+            **common,
+        )
     if name == "tradeoff":
         return TradeoffBayesSearchCV(
             Sleepy(pause=0.02), FINITE, n_iter=8, fractions=(0.5, 1.0), **common
@@ -144,7 +155,7 @@ def _strategy(name, tmp_path):
     )
 
 
-STRATEGIES = ["bayes", "multistage", "fabolas", "tradeoff", "transfer"]
+STRATEGIES = ["bayes", "multistage", "fabolas", "halving", "tradeoff", "transfer"]
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
