@@ -298,6 +298,10 @@ SUBSET_STRATEGIES = {
             n_hyper_samples=2,
         ),
     ),
+    "HalvingBayesSearchCV": (
+        dict(n_iter=8, n_initial_points=3, min_resources=5),
+        dict(n_iter=14, n_initial_points=3, min_resources=5),
+    ),
 }
 
 
