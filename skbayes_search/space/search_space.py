@@ -309,15 +309,21 @@ class SearchSpace:
             out[np.arange(len(choice)), choice] = 1.0
         return out
 
-    def _resolve(self, out: np.ndarray, choice: np.ndarray) -> np.ndarray:
+    def _resolve(
+        self, out: np.ndarray, choice: np.ndarray, source: np.ndarray | None = None
+    ) -> np.ndarray:
         # Parameters decoded from a sub-space that repeats an earlier one's
         # names are encoded in the first sub-space that holds them (that is
-        # what to_unit does), so re-encode those rows through to_unit.
+        # what to_unit does), so re-encode those rows through to_unit, from
+        # the points being snapped when there are any: decoding the encoded
+        # rows once more can move a log-scaled value by an ulp, and snap must
+        # equal to_unit(from_unit(U)) bit for bit.
+        source = out if source is None else source
         for j, block in enumerate(self._blocks):
             if block.ambiguous:
                 rows = np.flatnonzero(choice == j)
                 if rows.size:
-                    out[rows] = self.to_unit(self.from_unit(out[rows]))
+                    out[rows] = self.to_unit(self.from_unit(source[rows]))
         return out
 
     def from_unit(self, U: np.ndarray) -> list[dict]:
@@ -436,7 +442,7 @@ class SearchSpace:
             for dim, sl in zip(block.dims, block.slices):
                 if dim._width:
                     out[rows, sl] = dim._encode_decoded(dim._decode(sub[:, sl]))
-        return self._resolve(out, choice)
+        return self._resolve(out, choice, U)
 
     def sample_unseen(
         self, n: int, rng: np.random.Generator, seen: Any = None
