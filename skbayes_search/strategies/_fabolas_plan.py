@@ -89,10 +89,8 @@ class FabolasPlan:
         else:
             # too few successes for a model: keep exploring at random, among
             # configurations neither evaluated nor running
-            seen = {x.tobytes() for x in np.vstack([ctx.X(), ctx.X_pending()])}
-            more = ctx.space.sample(16 * n_slots, ctx.rng, method="random")
-            fresh = {x.tobytes(): x for x in more if x.tobytes() not in seen}
-            U = np.array(list(fresh.values())[:n_slots]).reshape(-1, ctx.space.n_dims)
+            seen = np.vstack([ctx.X(), ctx.X_pending()])
+            U = ctx.space.sample_unseen(n_slots, ctx.rng, seen)
             fraction = 1.0 if self.fallback_ else self._trust.fraction(0)
             chosen = [(p, fraction) for p in ctx.space.from_unit(U)]
             role = "random"
