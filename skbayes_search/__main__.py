@@ -1,7 +1,8 @@
 """The main job: tune an RBF SVM on bundled real data (MAGIC telescope, 19k rows)
-with BayesSearchCV and FabolasSearchCV, and with RandomizedSearchCV and
-HalvingRandomSearchCV sized to the same wall-clock budget; print a live progress
-display, the result table and what it means, and save a figure.
+with BayesSearchCV, HalvingBayesSearchCV and FabolasSearchCV, and with
+RandomizedSearchCV and HalvingRandomSearchCV sized to the same wall-clock
+budget; print a live progress display, the result table and what it means, and
+save a figure.
 
 Run with ``python -m skbayes_search`` (``--help`` for options).
 """

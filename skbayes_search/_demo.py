@@ -36,14 +36,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from . import BayesSearchCV, FabolasSearchCV
+from . import BayesSearchCV, FabolasSearchCV, HalvingBayesSearchCV
 from .datasets import load_magic
 
 CV = 3
 #: The one search space, as a ``RandomizedSearchCV`` user writes it; our
 #: searches take it unchanged.
 SPACE = {"svc__C": loguniform(1e-2, 1e2), "svc__gamma": loguniform(1e-4, 1e1)}
-OURS = ("BayesSearchCV", "FabolasSearchCV")
+OURS = ("BayesSearchCV", "HalvingBayesSearchCV", "FabolasSearchCV")
 N_PROBES = 8
 #: Worker seconds a fit costs beyond the estimator's own work (dispatch,
 #: scoring, bookkeeping), about 10-20 ms here; it dominates on tiny subsets.
@@ -290,6 +290,9 @@ def run(
     common = dict(cv=CV, n_jobs=n_jobs, random_state=seed, return_train_score=False)
     methods = {
         "BayesSearchCV": lambda sc: BayesSearchCV(
+            model, SPACE, n_iter=cap, max_time=budget, scoring=sc, **common
+        ),
+        "HalvingBayesSearchCV": lambda sc: HalvingBayesSearchCV(
             model, SPACE, n_iter=cap, max_time=budget, scoring=sc, **common
         ),
         "FabolasSearchCV": lambda sc: FabolasSearchCV(

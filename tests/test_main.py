@@ -97,6 +97,7 @@ def test_a_tiny_run_completes_and_writes_its_table(tmp_path):
     table = (out / "results.md").read_text()
     for method in (
         "BayesSearchCV",
+        "HalvingBayesSearchCV",
         "FabolasSearchCV",
         "RandomizedSearchCV",
         "HalvingRandomSearchCV",
