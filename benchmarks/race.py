@@ -7,6 +7,11 @@ Usage (from the repository root)::
     # a few tasks at a time, hardest first; stop and restart at will
     python -m benchmarks.race --out benchmarks/results/<date>-race \\
         --tasks svc-covertype_75k,svc-connect_4 --resume
+    # the searches now, the untimed refits beside them at low priority
+    python -m benchmarks.race --out benchmarks/results/<date>-race --resume \\
+        --refits skip
+    nice -n 19 python -m benchmarks.race --out benchmarks/results/<date>-race \\
+        --refits only
     # race.md and race.csv from whatever has run so far
     python -m benchmarks.race --report benchmarks/results/<date>-race
 
@@ -42,8 +47,8 @@ from pathlib import Path
 
 from . import race_report
 from .methods import OURS, availability, resolve_methods
-from .run import build_meta, has_record, record_path, run_task
-from .tasks import SPLIT_SEED, canonical_name
+from .run import build_meta, has_record, record_path, refit_task, run_task
+from .tasks import SPLIT_SEED, canonical_name, load_task
 
 #: SVC tasks, hardest (largest, slowest fits) first; the targets count these.
 SVC_TASKS = (
@@ -187,6 +192,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--resume", action="store_true", help="skip runs that already have a record"
     )
     p.add_argument(
+        "--refits",
+        choices=("each", "skip", "only"),
+        default="each",
+        help="the offline refits: after each task's runs (each), not at all "
+        "(skip: run them later with 'only', for instance niced beside the "
+        "searches, since they are not timed), or only them (only: no search)",
+    )
+    p.add_argument(
         "--timeout-factor",
         type=float,
         default=2.5,
@@ -285,6 +298,16 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.race " + shlex.join(
         sys.argv[1:] if argv is None else argv
     )
+    if args.refits == "only":
+        for task in args.tasks:
+            data = load_task(
+                task, args.data_dir, max_rows=args.max_rows, split_seed=args.split_seed
+            )
+            for budget in args.budgets:
+                if (budget_dir(out, budget) / "runs" / data.name).is_dir():
+                    refit_task(data, budget_dir(out, budget), args.n_jobs)
+        print(f"wrote {report(out)}", flush=True)
+        return 0
     for task in args.tasks:
         for budget in args.budgets:
             folder = budget_dir(out, budget)
@@ -294,7 +317,15 @@ def main(argv: list[str] | None = None) -> int:
             meta = _merged_meta(folder / "meta.json", meta)
             (folder / "meta.json").write_text(json.dumps(meta, indent=1))
             print(f"== {task}, budget {budget:g} s", flush=True)
-            run_task(task, settings, args.methods, folder, avail, args.seeds)
+            run_task(
+                task,
+                settings,
+                args.methods,
+                folder,
+                avail,
+                args.seeds,
+                refits=args.refits == "each",
+            )
         # After every task, so a stopped race still has its report.
         print(f"wrote {report(out)}", flush=True)
     failed = [r for r in runs if r.method in OURS and r.status == "failed"]

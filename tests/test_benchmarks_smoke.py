@@ -26,6 +26,7 @@ from benchmarks.metrics import (
 )
 from benchmarks.refit import incumbent_key
 from benchmarks.report import _compare, run_metrics
+from benchmarks.run import refit_order
 from benchmarks.trace import params_key, trials_from_log
 
 
@@ -645,3 +646,16 @@ def test_throughput_pairs_compare_the_same_number_of_trials():
     assert verdict([row]) == (True, pytest.approx(2.0), pytest.approx(0.05))
     assert not verdict([{**row, "ratio": 1.7}])[0]
     assert not verdict([{**row, "best_diff": -0.006}])[0]
+
+
+def test_refit_order_puts_every_runs_final_incumbent_first():
+    def inc(elapsed, x):
+        return {"elapsed": elapsed, "params": {"x": x}, "refit_fraction": 1.0}
+
+    records = [
+        {"incumbents": [inc(1.0, "a1"), inc(5.0, "a2"), inc(30.0, "a3")]},
+        {"incumbents": [inc(0.5, "b1"), inc(9.0, "b2")]},
+        {"status": "failed"},
+    ]
+    order = [p["x"] for p, _ in refit_order(records)]
+    assert order == ["b2", "a3", "b1", "a1", "a2"]
