@@ -7,7 +7,8 @@ Usage, from the repository root::
 
 Protocol
 --------
-Estimator: ``make_pipeline(StandardScaler(), LogisticRegression(solver="saga"))``
+Estimator: ``make_pipeline(StandardScaler(), LogisticRegression(solver="saga",
+random_state=0))``
 with the elastic net's four hyperparameters (the paper's: the l1 and l2
 penalties, as ``C`` and ``l1_ratio``, the convergence threshold and the
 iteration cap)::
@@ -53,30 +54,41 @@ their content is real) and a ``TransferBayesSearchCV`` of each kernel runs 5
 trials of a cheap model on a small task against it; the per-iteration cost is
 its wall time minus the time spent fitting and scoring, divided by the trials.
 
+Each data set is split once into a search part (70 %, where the searches run
+their CV: the "development" score) and a held-out test part (30 %) on which
+the configuration each search chose is scored after a refit on the search
+part (the paper's "test" score).
+
 Everything runs under ``threadpoolctl.threadpool_limits(1)``. Outputs in
-``--out``: ``results.csv`` (one row per search and trial: method, order,
-position, data set, trial, score, best so far, parameters), ``cost.csv`` and
-``summary.md`` (tables, command, date, load averages).
+``--out``: ``records/`` (one JSON file per search: method, order, position,
+data set, seed, every trial's CV score and parameters, the test score, the
+load average; ``--resume`` skips the searches that have one), ``stores/``
+(the transfer searches' stores, which a resumed stream continues),
+``results.csv`` (one row per search and trial: method, order, position, data
+set, trial, score, best so far, parameters), ``cost.csv`` and ``summary.md``
+(tables, command, date, load averages).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
+import math
 import os
 import platform
 import shlex
 import sys
-import tempfile
 import time
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
 from scipy.stats import loguniform, randint, rankdata, uniform
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import RandomizedSearchCV
+from sklearn.model_selection import RandomizedSearchCV, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
@@ -118,11 +130,19 @@ COST_SIZES = (10, 20, 40, 80)
 
 
 def make_model():
-    return make_pipeline(StandardScaler(), LogisticRegression(solver="saga"))
+    # saga visits the rows in a random order: seeded, so a configuration's score
+    # is the same for every method and every rerun
+    return make_pipeline(
+        StandardScaler(), LogisticRegression(solver="saga", random_state=0)
+    )
 
 
-def load_datasets(data_dir, sources, n_rows, n_copies, seed=0):
-    """Row samples of the sources and their perturbed copies, fixed by ``seed``."""
+def load_datasets(data_dir, sources, n_rows, n_copies, seed=0, test_size=0.3):
+    """Row samples of the sources and their perturbed copies, fixed by ``seed``.
+
+    Each is ``(name, X, y, X_test, y_test)``: the search part and a stratified
+    held-out ``test_size`` share (empty when ``test_size`` is 0).
+    """
     rng = np.random.default_rng(seed)
     out = []
     for name in sources:
@@ -137,16 +157,27 @@ def load_datasets(data_dir, sources, n_rows, n_copies, seed=0):
             cols = rng.random(X.shape[1]) < rng.uniform(0.5, 0.9)
             cols[rng.integers(X.shape[1])] = True
             out.append((f"{name}~{c}", X[rows][:, cols], y[rows]))
-    clean = []
-    for name, X, y in out:
-        values, counts = np.unique(y, return_counts=True)
-        keep = np.isin(y, values[counts >= 3])
-        clean.append((name, X[keep], y[keep]))
-    return clean
+    return [_split(name, X, y, test_size, seed) for name, X, y in out]
 
 
-def run_search(method, X, y, *, store, name, seed, n_iter, cv):
-    common = dict(n_iter=n_iter, cv=cv, refit=False, n_jobs=1, random_state=seed)
+def _split(name, X, y, test_size, seed):
+    """``(name, X, y, X_test, y_test)``; classes too rare for 3-fold CV dropped."""
+    values, counts = np.unique(y, return_counts=True)
+    # a class needs 3 members left in the search part for 3-fold stratification
+    keep = np.isin(y, values[counts * (1 - test_size) >= 3.5])
+    X, y = X[keep], y[keep]
+    if not test_size:
+        return name, X, y, X[:0], y[:0]
+    X, X_test, y, y_test = train_test_split(
+        X, y, test_size=test_size, stratify=y, random_state=seed
+    )
+    return name, X, y, X_test, y_test
+
+
+def run_search(
+    method, X, y, *, store, name, seed, n_iter, cv, refit=False, run_name=None
+):
+    common = dict(n_iter=n_iter, cv=cv, refit=refit, n_jobs=1, random_state=seed)
     if method == "random":
         search = RandomizedSearchCV(make_model(), DISTRIBUTIONS, **common)
     elif method == "bayes":
@@ -154,38 +185,153 @@ def run_search(method, X, y, *, store, name, seed, n_iter, cv):
     else:
         kernel = "mkl" if method == "mkl" else "sqe"
         search = TransferBayesSearchCV(
-            make_model(), SPACE, store=store, kernel=kernel, dataset_name=name, **common
+            make_model(),
+            SPACE,
+            store=store,
+            kernel=kernel,
+            dataset_name=name,
+            run_name=run_name,
+            **common,
         )
     search.fit(X, y)
     return search
 
 
-def trial_rows(search, method, order, position, name, n_iter):
+def search_record(search, method, order, position, name, seed, test):
+    """One search as a JSON-ready dict: its trials' CV scores and parameters.
+
+    ``test`` is ``(X_test, y_test)``; with test rows and a refitted search, the
+    chosen configuration's accuracy on them is ``test_score`` (else nan).
+    """
     res = search.cv_results_
-    scores = np.nan_to_num(np.asarray(res["mean_test_score"], float), nan=0.0)
+    X_test, y_test = test
+    test_score = math.nan
+    if len(y_test) and hasattr(search, "best_estimator_"):
+        test_score = float(search.best_estimator_.score(X_test, y_test))
+    return {
+        "method": method,
+        "order": int(order),
+        "position": int(position),
+        "dataset": name,
+        "seed": int(seed),
+        # a failed fit counts as accuracy 0 in the ranks
+        "scores": np.nan_to_num(
+            np.asarray(res["mean_test_score"], float), nan=0.0
+        ).tolist(),
+        "params": [
+            {k[len(P) :]: _plain(res["param_" + k][t]) for k in SPACE}
+            for t in range(len(res["mean_test_score"]))
+        ],
+        "test_score": test_score,
+        "loadavg": list(os.getloadavg()),
+    }
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
+
+
+def trial_rows(record, n_iter):
+    """One row per trial ``1..n_iter`` of a record, with the best score so far."""
     rows = []
     best = -np.inf
     for t in range(n_iter):
         # a search that stopped early keeps its best
-        if t < len(scores):
-            best = max(best, scores[t])
-            params = {k: res["param_" + k][t] for k in SPACE}
-            score = scores[t]
+        if t < len(record["scores"]):
+            score = record["scores"][t]
+            best = max(best, score)
+            params = record["params"][t]
         else:
             params, score = {}, np.nan
         rows.append(
             {
-                "method": method,
-                "order": order,
-                "position": position,
-                "dataset": name,
+                "method": record["method"],
+                "order": record["order"],
+                "position": record["position"],
+                "dataset": record["dataset"],
                 "trial": t + 1,
                 "score": score,
                 "best_so_far": best,
-                **{k[len(P) :]: params.get(k, np.nan) for k in SPACE},
+                **{k[len(P) :]: params.get(k[len(P) :], np.nan) for k in SPACE},
             }
         )
     return rows
+
+
+def record_path(records_dir, method, order, position):
+    return os.path.join(records_dir, f"{method}-o{order:03d}-p{position:03d}.json")
+
+
+def read_records(records_dir):
+    """Every record in ``records_dir``, sorted by (order, position, method)."""
+    out = []
+    for entry in sorted(os.listdir(records_dir)):
+        if entry.endswith(".json"):
+            with open(os.path.join(records_dir, entry)) as fh:
+                out.append(json.load(fh))
+    return sorted(out, key=lambda r: (r["order"], r["position"], r["method"]))
+
+
+def stream_runs(
+    data, orders, methods, out, *, n_iter, cv, same_seed=False, resume=False
+) -> Iterator[dict]:
+    """Run the stream, yielding each new record once written to ``out/records``.
+
+    Orders run one after the other and, within an order, the data sets in the
+    order's permutation, every method on one data set before the next (a
+    transfer search reads the stores of the data sets before it). The stores
+    live in ``out/stores``, so ``resume=True`` skips every search with a
+    record and continues the stores where they stopped; a search killed
+    half-way resumes its run in the store (runs are named by order and
+    position).
+    """
+    records_dir = os.path.join(out, "records")
+    stores_dir = os.path.join(out, "stores")
+    os.makedirs(records_dir, exist_ok=True)
+    os.makedirs(stores_dir, exist_ok=True)
+    if not resume and any(f.endswith(".json") for f in os.listdir(records_dir)):
+        raise SystemExit(
+            f"{records_dir} already holds records: pass --resume to continue "
+            "that stream, or choose another --out."
+        )
+    for order in orders:
+        perm = np.random.default_rng(100 + order).permutation(len(data))
+        for position, i in enumerate(perm):
+            name, X, y, X_test, y_test = data[i]
+            seed = order if same_seed else 1000 * order + position
+            for method in methods:
+                path = record_path(records_dir, method, order, position)
+                if os.path.exists(path):
+                    continue
+                if method == "indep":
+                    store = f"indep-{order}-{position}.sqlite"
+                else:
+                    store = (
+                        f"{method}-{order}.sqlite" if method in ("sqe", "mkl") else None
+                    )
+                start = time.perf_counter()
+                search = run_search(
+                    method,
+                    X,
+                    y,
+                    store=store and os.path.join(stores_dir, store),
+                    name=name,
+                    seed=seed,
+                    n_iter=n_iter,
+                    cv=cv,
+                    refit=bool(len(y_test)),
+                    run_name=f"o{order}-p{position}-{name}",
+                )
+                record = search_record(
+                    search, method, order, position, name, seed, (X_test, y_test)
+                )
+                record["seconds"] = time.perf_counter() - start
+                record["n_iter"], record["cv"] = n_iter, cv
+                # write then rename: a killed run never leaves half a record
+                with open(path + ".tmp", "w") as fh:
+                    json.dump(record, fh)
+                os.replace(path + ".tmp", path)
+                yield record
 
 
 def rank_table(df, n_iter):
@@ -207,6 +353,9 @@ def measure_cost(source_store, work_dir, sizes, seed=0):
     rows = []
     for n in sizes:
         path = os.path.join(work_dir, f"cost-{n}.sqlite")
+        if os.path.exists(path):
+            # a rerun measures afresh, not on top of the last run's copies
+            os.remove(path)
         store = TrialStore(path)
         n_trials = 0
         for i in range(n):
@@ -345,72 +494,82 @@ def write_summary(out, df, ranks, cost, args, elapsed, n_data):
     print("\n".join(lines))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.studies.transfer_stream",
-        description=__doc__.splitlines()[0],
-    )
+def add_arguments(parser, **defaults):
+    """The stream's options (shared with ``benchmarks.papers.transfer``)."""
+    d = {"orders": 3, "n_rows": 800, "copies": 2, "sources": list(SOURCES), **defaults}
     parser.add_argument("--data-dir", default="../shared/datasets")
-    parser.add_argument("--orders", type=int, default=3)
+    parser.add_argument("--orders", type=int, default=d["orders"])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--sources", nargs="+", default=list(SOURCES))
-    parser.add_argument("--n-rows", type=int, default=800)
-    parser.add_argument("--copies", type=int, default=2)
+    parser.add_argument("--sources", nargs="+", default=d["sources"])
+    parser.add_argument("--n-rows", type=int, default=d["n_rows"])
+    parser.add_argument("--copies", type=int, default=d["copies"])
     parser.add_argument("--n-iter", type=int, default=10)
     parser.add_argument("--cv", type=int, default=3)
+    parser.add_argument(
+        "--test-size",
+        type=float,
+        default=0.3,
+        help="held-out share of every data set (0: no test score)",
+    )
     parser.add_argument("--methods", nargs="+", default=list(METHODS))
-    parser.add_argument("--no-cost", action="store_true", help="skip the store cost")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip the searches with a record in OUT/records, continue the stores",
+    )
     parser.add_argument(
         "--same-seed",
         action="store_true",
         help="random_state=order on every data set (one seed for the stream)",
     )
+
+
+def results_frame(records, n_iter):
+    """One row per (record, trial) of the records, as ``results.csv`` holds."""
+    return pd.DataFrame([row for r in records for row in trial_rows(r, n_iter)])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.studies.transfer_stream",
+        description=__doc__.splitlines()[0],
+    )
+    add_arguments(parser)
+    parser.add_argument("--no-cost", action="store_true", help="skip the store cost")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", UserWarning)
-    data = load_datasets(args.data_dir, args.sources, args.n_rows, args.copies)
+    data = load_datasets(
+        args.data_dir, args.sources, args.n_rows, args.copies, test_size=args.test_size
+    )
     print(f"{len(data)} data sets, {args.orders} orders", flush=True)
     start = time.perf_counter()
-    rows = []
-    work = tempfile.mkdtemp(prefix="transfer-stream-")
     with threadpool_limits(1):
-        for order in range(args.orders):
-            perm = np.random.default_rng(100 + order).permutation(len(data))
-            stores = {
-                m: os.path.join(work, f"{m}-{order}.sqlite") for m in ("sqe", "mkl")
-            }
-            for position, i in enumerate(perm):
-                name, X, y = data[i]
-                for method in args.methods:
-                    if method == "indep":
-                        store = os.path.join(work, f"indep-{order}-{position}.sqlite")
-                    else:
-                        store = stores.get(method)
-                    search = run_search(
-                        method,
-                        X,
-                        y,
-                        store=store,
-                        name=name,
-                        seed=order if args.same_seed else 1000 * order + position,
-                        n_iter=args.n_iter,
-                        cv=args.cv,
-                    )
-                    rows += trial_rows(
-                        search, method, order, position, name, args.n_iter
-                    )
-            pd.DataFrame(rows).to_csv(
-                os.path.join(args.out, "results.csv"), index=False
-            )
+        for record in stream_runs(
+            data,
+            range(args.orders),
+            args.methods,
+            args.out,
+            n_iter=args.n_iter,
+            cv=args.cv,
+            same_seed=args.same_seed,
+            resume=args.resume,
+        ):
             print(
-                f"order {order} done, {time.perf_counter() - start:.0f} s", flush=True
+                f"order {record['order']} position {record['position']} "
+                f"{record['method']}: {record['seconds']:.1f} s",
+                flush=True,
             )
-        df = pd.DataFrame(rows)
+        df = results_frame(read_records(os.path.join(args.out, "records")), args.n_iter)
+        df.to_csv(os.path.join(args.out, "results.csv"), index=False)
         ranks = rank_table(df, args.n_iter)
         cost = None
         if not args.no_cost and "mkl" in args.methods:
-            cost = measure_cost(os.path.join(work, "mkl-0.sqlite"), work, COST_SIZES)
+            stores = os.path.join(args.out, "stores")
+            cost = measure_cost(
+                os.path.join(stores, "mkl-0.sqlite"), stores, COST_SIZES
+            )
             cost.to_csv(os.path.join(args.out, "cost.csv"), index=False)
     elapsed = time.perf_counter() - start
     write_summary(args.out, df, ranks, cost, args, elapsed, len(data))
