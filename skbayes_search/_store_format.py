@@ -36,7 +36,7 @@ finished           REAL     Unix time of the last :meth:`TrialStore.finish_run`,
 status             TEXT     ``"running"`` or ``"finished"``
 fingerprint        TEXT     JSON object: what the run was made from (data,
                             CV splits, scoring, estimator; see
-                            :func:`skbayes_search._journal.run_fingerprint`);
+                            :func:`skbayes_search._journal_fingerprint.run_fingerprint`);
                             NULL for a run made by schema version 1 or without
                             one, ``{}`` once adopted (the next search records
                             its own)

@@ -17,7 +17,7 @@ from ._store_json import canonical, from_json, to_json
 from ._store_records import check_mapping, check_str
 
 # What each part of a run's fingerprint is, for messages (see
-# skbayes_search._journal.run_fingerprint).
+# skbayes_search._journal_fingerprint.run_fingerprint).
 _FINGERPRINT_LABELS = {
     "X": "data X",
     "y": "targets y",
@@ -69,9 +69,9 @@ class StoreRuns(StoreConnection):
         fingerprint : dict, default=None
             JSON-able description of what the run is made from (the searches
             record the data, CV splits, scoring and estimator; see
-            :func:`skbayes_search._journal.run_fingerprint`). Recorded with a new
-            run; an existing run must have recorded an equal one. ``None``
-            neither records nor checks anything.
+            :func:`skbayes_search._journal_fingerprint.run_fingerprint`).
+            Recorded with a new run; an existing run must have recorded an
+            equal one. ``None`` neither records nor checks anything.
 
         Returns
         -------

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import skbayes_search
-from skbayes_search import _journal
-from skbayes_search._journal import data_fingerprint, run_fingerprint
+from skbayes_search import _journal_fingerprint
+from skbayes_search._journal_fingerprint import data_fingerprint, run_fingerprint
 from skbayes_search._store_format import APPLICATION_ID
 from skbayes_search.storage import (
     SCHEMA_VERSION,
@@ -225,8 +225,8 @@ def test_data_fingerprint_is_deterministic_and_samples_big_arrays(monkeypatch):
     X = rng.random((3000, 4))
     assert data_fingerprint(X) == data_fingerprint(X.copy(order="F"))
     assert "sampled_rows" not in data_fingerprint(X)
-    monkeypatch.setattr(_journal, "FULL_HASH_BYTES", 1000)
-    monkeypatch.setattr(_journal, "SAMPLED_ROWS", 100)
+    monkeypatch.setattr(_journal_fingerprint, "FULL_HASH_BYTES", 1000)
+    monkeypatch.setattr(_journal_fingerprint, "SAMPLED_ROWS", 100)
     sampled = data_fingerprint(X)
     assert sampled["sampled_rows"] == 100
     changed = X.copy()
@@ -255,7 +255,7 @@ import json
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import make_scorer, accuracy_score
-from skbayes_search._journal import run_fingerprint
+from skbayes_search._journal_fingerprint import run_fingerprint
 X = np.arange(40.0).reshape(20, 2)
 y = np.arange(20) % 2
 splits = [(np.arange(10), np.arange(10, 20)), (np.arange(10, 20), np.arange(10))]
