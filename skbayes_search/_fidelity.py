@@ -28,6 +28,7 @@ __all__ = [
     "Agreement",
     "agreement_between",
     "agreement_by_level",
+    "cannot_select",
     "rank_agreement",
     "size_level",
     "smallest_trusted_level",
@@ -99,6 +100,45 @@ def rank_agreement(low: Sequence[float], high: Sequence[float]) -> float:
     if low.size < 3 or np.ptp(low) == 0 or np.ptp(high) == 0:
         return math.nan
     return float(kendalltau(low, high).statistic)
+
+
+def cannot_select(scores: Sequence[float], keep: float) -> bool:
+    """Whether a subset size's scores are too tied to pick their best share.
+
+    On very small subsets many settings fit the same trivial model (every
+    row predicted as the majority class, say) and score exactly alike; a
+    ranking there cannot be measured, so rank agreement is undefined, and a
+    search choosing the best share ``keep`` would choose by arrival order.
+    Judged from :data:`MIN_PAIRS` finite scores on.
+
+    Parameters
+    ----------
+    scores : sequence of float
+        Scores of configurations *not* selected by a smaller size's scores
+        (a selected set is tied by construction more often); non-finite
+        scores (failed fits) are ignored.
+    keep : float
+        The share of configurations a search keeps from this size, in (0, 1].
+
+    Returns
+    -------
+    bool
+        True when more than ``keep`` of the scores (and more than one) tie
+        with the best.
+
+    Examples
+    --------
+    >>> cannot_select([0.658] * 6, keep=1 / 3)
+    True
+    >>> cannot_select([0.658, 0.658, 0.70, 0.61, 0.64, 0.66], keep=1 / 3)
+    False
+    """
+    s = np.asarray(scores, dtype=float)
+    s = s[np.isfinite(s)]
+    if s.size < MIN_PAIRS:
+        return False
+    tied = int(np.isclose(s, s.max(), rtol=1e-9, atol=1e-12).sum())
+    return tied > max(1.0, keep * s.size)
 
 
 def agreement_by_level(

@@ -8,7 +8,9 @@ search needs: the next promotion, the incumbent, and the *base rung*, the
 smallest rung whose ranking is trusted. The base rises when the paired
 scores of probe and hedge trials (the same configuration run on the base rung
 and on a larger one, never selected by its base-rung score) disagree in rank
-(:mod:`skbayes_search._fidelity`). Everything is derived from the trial
+(:mod:`skbayes_search._fidelity`), and when the base rung's scores tie too
+often to choose what climbs (tiny subsets on which most settings fit the same
+trivial model). Everything is derived from the trial
 records (fraction, score, the ``role`` extra), so a search resumed from a
 store rebuilds the same state.
 """
@@ -31,7 +33,12 @@ from ._cost_model import (
     scaled_cost,
     wall_seconds,
 )
-from ._fidelity import Agreement, agreement_by_level, smallest_trusted_level
+from ._fidelity import (
+    Agreement,
+    agreement_by_level,
+    cannot_select,
+    smallest_trusted_level,
+)
 
 __all__ = ["ROLES", "RungLedger", "Rungs"]
 
@@ -173,6 +180,8 @@ class RungLedger:
             if self._roles[k][key] in ("probe", "hedge"):
                 self._pairs.append((key, k, score))
                 self._judge(t.elapsed_time)
+            if k == self.base:
+                self._skip_tied_rungs(t.elapsed_time)
             self._track_incumbent(t.elapsed_time)
         self._n_seen = len(trials)
 
@@ -185,6 +194,21 @@ class RungLedger:
         if trusted > self.base:
             self.base = trusted
             self.base_trajectory.append((float(elapsed), trusted))
+
+    def _skip_tied_rungs(self, elapsed: float) -> None:
+        # scores of configurations started on the base rung (not promoted
+        # there): when too many tie at the best, the rung cannot choose
+        # what climbs, so new configurations start above it
+        while self.base < self.rungs.top and cannot_select(
+            [
+                s
+                for key, s in self._scores[self.base].items()
+                if self._roles[self.base][key] != "promoted"
+            ],
+            1.0 / self.factor,
+        ):
+            self.base += 1
+            self.base_trajectory.append((float(elapsed), self.base))
 
     def _incumbent_rungs(self) -> list[int]:
         """Rungs from the highest down that a configuration reached other

@@ -140,7 +140,9 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         Seconds since ``fit`` started and the base rung, from ``(0.0, 0)``
         and at every rise.
     base_rung_ : int
-        The base rung at the end.
+        The base rung at the end: it rises above rungs whose probes and
+        hedges disagree in rank, and above rungs whose scores tie too often
+        to choose what climbs.
     rung_agreement_ : dict of int to Agreement
         Per probed rung: Kendall's ``tau`` between probe and hedge scores,
         ``n_pairs`` and whether it ``misleads``.

@@ -62,12 +62,14 @@ RUNG_ROWS = [20, 60, 180, 540, 1000]
 class Curves(ClassifierMixin, BaseEstimator):
     """Score rises with the log of the rows; the best ``a`` is 0.8 on at
     least 40 % of the log-row range and, with ``crossing``, 0.2 below it
-    (the two lowest rungs: small subsets rank configurations backwards)."""
+    (the two lowest rungs: small subsets rank configurations backwards); with
+    ``flat``, every configuration scores the same there (a trivial model)."""
 
-    def __init__(self, a=0.5, crossing=False, delay=0.0):
+    def __init__(self, a=0.5, crossing=False, delay=0.0, flat=False):
         self.a = a
         self.crossing = crossing
         self.delay = delay
+        self.flat = flat
 
     def fit(self, X, y):
         self.rows_ = len(X)
@@ -80,6 +82,8 @@ class Curves(ClassifierMixin, BaseEstimator):
 
     def score(self, X, y):
         s = np.log(self.rows_ / MIN_ROWS) / np.log(N_ROWS / 2 / MIN_ROWS)
+        if self.flat and s < 0.4:
+            return 0.6
         best = 0.2 if self.crossing and s < 0.4 else 0.8
         return 0.7 + 0.1 * s - 0.3 * (self.a - best) ** 2
 
@@ -98,7 +102,9 @@ def _search(**kw):
     params = dict(cv=2, random_state=0, asynchronous=False)
     params.update(kw)
     estimator = Curves(
-        crossing=params.pop("crossing", False), delay=params.pop("delay", 0.0)
+        crossing=params.pop("crossing", False),
+        delay=params.pop("delay", 0.0),
+        flat=params.pop("flat", False),
     )
     return HalvingBayesSearchCV(estimator, SPACE, **params)
 
@@ -318,6 +324,20 @@ def test_crossing_curves_raise_the_base_rung(data):
         if r["role"] == "hedge":
             assert r["rung"] == base + 2, r
     # the configuration returned is good on all data, not on 20 rows
+    assert abs(search.best_params_["a"] - 0.8) < 0.15
+    assert search.cv_results_["resource_fraction"][search.best_index_] == 1.0
+
+
+def test_tied_rungs_are_skipped(data):
+    # on the two lowest rungs every configuration scores alike: nothing to
+    # choose from there, so new configurations start on the third
+    X, y = data
+    search = _search(flat=True, n_iter=60, n_initial_points=1000).fit(X, y)
+    assert search.base_rung_ == 2
+    assert [b for _, b in search.base_rung_trajectory_] == [0, 1, 2]
+    rows = _rows(search)
+    assert sum(r["rung"] == 0 for r in rows) <= 6
+    assert sum(r["rung"] == 1 for r in rows if r["role"] != "promoted") <= 6
     assert abs(search.best_params_["a"] - 0.8) < 0.15
     assert search.cv_results_["resource_fraction"][search.best_index_] == 1.0
 
