@@ -94,5 +94,6 @@ def test_report_shows_medians_and_the_paper():
     assert es_row.count("20.0 [20.0, 20.0]") == 5
     # target: best final error 10 % + 0.5 points; es reaches it at 32 s,
     # FABOLAS at 1 and 2 s (median 1.5)
-    assert "| es | 32.0 [32.0, 32.0] | 21 |" in text
+    assert "| es | 32.0 [32.0, 32.0] | 21 | 1.0 [1.0, 1.0] | 0.0 [0.0, 0.0] |" in text
+    assert "| random | never | inf | never | 0.0 [0.0, 0.0] |" in text
     assert "10 and 1000 times faster" in text
