@@ -130,11 +130,13 @@ def paired_tests(ranks: pd.DataFrame, method: str = "mkl") -> pd.DataFrame:
         }
         if (diff != 0).any():
             row["wilcoxon_p"] = float(wilcoxon(diff, alternative="less").pvalue)
-        if len(per_order) > 1 and (per_order[method] != per_order[other]).any():
+        d = (per_order[method] - per_order[other]).to_numpy()
+        if len(d) > 1 and np.ptp(d) == 0 and d[0] != 0:
+            # every order differs by the same amount: t is infinite
+            row["ttest_p"] = 0.0 if d[0] < 0 else 1.0
+        elif len(d) > 1 and np.ptp(d) > 0:
             row["ttest_p"] = float(
-                ttest_rel(
-                    per_order[method], per_order[other], alternative="less"
-                ).pvalue
+                ttest_rel(d, np.zeros_like(d), alternative="less").pvalue
             )
         rows.append(row)
     return pd.DataFrame(rows).set_index("other")
