@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -76,6 +77,16 @@ def parser(prog: str, description: str) -> argparse.ArgumentParser:
         help="rebuild the report from the records, run nothing",
     )
     return p
+
+
+def run_command(module: str, argv: Sequence[str] | None) -> str:
+    """The command that (re)produces the records, for the report.
+
+    ``--report-only`` is dropped: the same command without it runs what the
+    records hold.
+    """
+    args = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--report-only"]
+    return " ".join(["python -m", module, *args])
 
 
 # ----------------------------------------------------------------------------

@@ -182,6 +182,8 @@ def build_report(records: list[dict[str, Any]], command: str) -> str:
         f"Time per iteration: multi-stage {100 * (1 - multi / full):.0f} % faster "
         f"than full-data BO (paper: 23 % QA, 50 % Yelp); full-data BO "
         f"{full / sub:.1f}x the subset variant (paper: 'more than twice')."
+        if len(tpi_of) == len(METHODS)
+        else "Time-per-iteration ratios: once every method has a record."
     )
     settings = {r["method"]: r["settings"] for r in records}
     lines = [
@@ -240,9 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.seeds, args.max_rows = 1, 800
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
-    command = " ".join(
-        ["python -m benchmarks.papers.multistage", *(argv or sys.argv[1:])]
-    )
+    command = sb.run_command("benchmarks.papers.multistage", argv)
     args.out.mkdir(parents=True, exist_ok=True)
     sb.write_gitignore(args.out)
     if not args.report_only:

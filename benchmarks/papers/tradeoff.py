@@ -325,9 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         args.seeds, args.max_rows = 1, 800
     n_iter = QUICK_N_ITER if args.quick else N_ITER
     alphas = QUICK_ALPHAS if args.quick else ALPHAS
-    command = " ".join(
-        ["python -m benchmarks.papers.tradeoff", *(argv or sys.argv[1:])]
-    )
+    command = sb.run_command("benchmarks.papers.tradeoff", argv)
     args.out.mkdir(parents=True, exist_ok=True)
     sb.write_gitignore(args.out)
     if not args.report_only:
