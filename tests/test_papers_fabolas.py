@@ -10,6 +10,7 @@ from benchmarks.papers.fabolas import (
     hyperband_brackets,
     incumbent_at,
     incumbent_errors,
+    peer_incumbents,
     speedups,
 )
 from benchmarks.refit import incumbent_key
@@ -97,3 +98,16 @@ def test_report_shows_medians_and_the_paper():
     assert "| es | 32.0 [32.0, 32.0] | 21 | 1.0 [1.0, 1.0] | 0.0 [0.0, 0.0] |" in text
     assert "| random | never | inf | never | 0.0 [0.0, 0.0] |" in text
     assert "10 and 1000 times faster" in text
+
+
+def test_hyperband_incumbents_come_from_its_top_rung_only():
+    trials = [
+        {"elapsed": 1.0, "score": 0.9, "fraction": 0.11, "params": {"C": 1}},
+        {"elapsed": 2.0, "score": 0.7, "fraction": 0.999, "params": {"C": 2}},
+        {"elapsed": 3.0, "score": 0.8, "fraction": 1.0, "params": {"C": 3}},
+    ]
+    hb = peer_incumbents(trials, "hyperband")
+    assert [(i["elapsed"], i["params"]["C"]) for i in hb] == [(2.0, 2), (3.0, 3)]
+    # random search: the harness rule (best at the largest resource so far)
+    rs = peer_incumbents(trials, "random")
+    assert [i["params"]["C"] for i in rs] == [1, 2, 3]

@@ -75,6 +75,8 @@ VALIDATION_SHARE = 1 / 3
 #: Hyperband's eta and the auxiliary task of MTBO (paper 001, section 4).
 ETA = 3
 MTBO_FRACTION = 0.25
+#: Hyperband's top rung: r * eta^k rows, which rounding leaves a little short
+TOP_RUNG = 0.99
 #: Times (shares of the budget) at which incumbents are refitted and reported.
 GRID_SHARES = tuple(2.0**k for k in range(-6, 1))
 FULL = {"task": "svc-magic", "max_rows": 12000, "seeds": 5, "budget": 60.0}
@@ -146,6 +148,16 @@ def incumbent_at(incumbents: list[dict], t: float) -> dict | None:
             break
         last = inc
     return last
+
+
+def peer_incumbents(trials: list[dict], method: str) -> list[dict]:
+    """Incumbents of random search (its best trial) and of Hyperband: the best
+    configuration evaluated on the top rung (all rows, up to the rounding of
+    ``r * eta^k``), the paper's incumbent estimation, so none before the
+    first bracket ends."""
+    if method == "hyperband":
+        trials = [t for t in trials if t["fraction"] >= TOP_RUNG]
+    return incumbents_for(trials, method)
 
 
 def first_incumbent(record: dict, budget: float) -> float:
@@ -439,14 +451,11 @@ def _run_one(spec: dict, n_val: int) -> dict:
     # peers: the trials their scorer logged before the budget ran out
     trials = trials_from_scorer_log(work, 1, n_val)
     trials = [t for t in trials if t["elapsed"] <= budget]
-    # Hyperband recommends the best configuration evaluated on all rows (the
-    # paper's incumbent estimation), so it has none before a bracket ends
-    full = [t for t in trials if t["fraction"] >= 1.0]
     return {
         **base,
         "status": "ok" if trials else "failed",
         "trials": trials,
-        "incumbents": incumbents_for(full, spec["method"]),
+        "incumbents": peer_incumbents(trials, spec["method"]),
     }
 
 
@@ -464,7 +473,11 @@ def _meta(task: Task, settings: dict) -> dict:
 
 
 def _records(out: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
+    records = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
+    for rec in records:
+        if rec["method"] not in OURS and "trials" in rec:
+            rec["incumbents"] = peer_incumbents(rec["trials"], rec["method"])
+    return records
 
 
 def _refit_grid(task: Task, records: list[dict], out: Path, budget: float) -> dict:
