@@ -296,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with threadpool_limits(1):
         for r in ts.stream_runs(
             data,
-            range(args.orders),
+            range(args.first_order, args.orders),
             args.methods,
             args.out,
             n_iter=args.n_iter,
@@ -311,7 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     records = ts.read_records(os.path.join(args.out, "records"))
     header = [
-        f"- command: `{' '.join(shlex.quote(a) for a in sys.argv)}`",
+        "- command: `python -m benchmarks.papers.transfer "
+        f"{' '.join(shlex.quote(a) for a in sys.argv[1:])}`",
         f"- date (UTC): {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M}; "
         f"this invocation {(time.perf_counter() - start) / 60:.1f} min",
         f"- machine: {os.cpu_count()} cores, Python {platform.python_version()}, "

@@ -499,6 +499,13 @@ def add_arguments(parser, **defaults):
     d = {"orders": 3, "n_rows": 800, "copies": 2, "sources": list(SOURCES), **defaults}
     parser.add_argument("--data-dir", default="../shared/datasets")
     parser.add_argument("--orders", type=int, default=d["orders"])
+    parser.add_argument(
+        "--first-order",
+        type=int,
+        default=0,
+        help="run orders FIRST_ORDER .. ORDERS - 1 only (orders are independent: "
+        "two processes may share one --out with disjoint ranges)",
+    )
     parser.add_argument("--out", required=True)
     parser.add_argument("--sources", nargs="+", default=d["sources"])
     parser.add_argument("--n-rows", type=int, default=d["n_rows"])
@@ -548,7 +555,7 @@ def main(argv=None):
     with threadpool_limits(1):
         for record in stream_runs(
             data,
-            range(args.orders),
+            range(args.first_order, args.orders),
             args.methods,
             args.out,
             n_iter=args.n_iter,
