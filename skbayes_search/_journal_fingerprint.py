@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from ._store_json import NOT_SCALAR, plain_scalar
+
 #: Arrays up to this many bytes are hashed whole; larger ones by a row sample.
 FULL_HASH_BYTES = 64 * 2**20
 #: Rows hashed of a larger array (evenly strided, first and last included).
@@ -153,15 +155,10 @@ def stable_repr(value: Any) -> Any:
     arrays their fingerprint, other objects their ``repr`` without memory
     addresses.
     """
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if math.isfinite(value) else repr(value)
+    plain = plain_scalar(value)
+    if plain is not NOT_SCALAR:
+        finite = not isinstance(plain, float) or math.isfinite(plain)
+        return plain if finite else repr(plain)
     if isinstance(value, (list, tuple)):
         return [stable_repr(v) for v in value]
     if isinstance(value, Mapping):

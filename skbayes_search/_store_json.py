@@ -11,16 +11,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["from_json", "to_json"]
+__all__ = ["NOT_SCALAR", "from_json", "plain_scalar", "to_json"]
 
 _FLOAT_TAG = "$float"
 _TUPLE_TAG = "$tuple"
+#: What :func:`plain_scalar` returns for anything but a scalar.
+NOT_SCALAR = object()
 
 
-def _jsonable(
-    value: Any, where: str, nan_as_null: bool, tag_tuples: bool = True
-) -> Any:
-    """Return ``value`` as plain JSON types; ``where`` locates it for errors."""
+def plain_scalar(value: Any) -> Any:
+    """``value`` as a Python None, bool, str, int or float when it is one of
+    those (numpy scalars included), else :data:`NOT_SCALAR`. Floats may be
+    non-finite: each caller writes those its own way."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, np.bool_):
@@ -28,12 +30,21 @@ def _jsonable(
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
-        value = float(value)
-        if math.isfinite(value):
-            return value
-        if nan_as_null and math.isnan(value):
+        return float(value)
+    return NOT_SCALAR
+
+
+def _jsonable(
+    value: Any, where: str, nan_as_null: bool, tag_tuples: bool = True
+) -> Any:
+    """Return ``value`` as plain JSON types; ``where`` locates it for errors."""
+    plain = plain_scalar(value)
+    if plain is not NOT_SCALAR:
+        if not isinstance(plain, float) or math.isfinite(plain):
+            return plain
+        if nan_as_null and math.isnan(plain):
             return None
-        return {_FLOAT_TAG: repr(value)}
+        return {_FLOAT_TAG: repr(plain)}
     if isinstance(value, np.ndarray):
         return [
             _jsonable(item, f"{where}[{i}]", nan_as_null, tag_tuples)
