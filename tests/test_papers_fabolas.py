@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from benchmarks.papers.fabolas import (
+from benchmarks.papers._fabolas_report import (
     build_report,
     grid_times,
     hyperband_brackets,
