@@ -57,6 +57,9 @@ def test_evaluations_compare_at_the_shared_trial_count():
     assert row["mcmc"] == "90.00" and row["map"] == "80.00"
     assert row["diff"] == "+10.00" and row["wins"] == "1/0/0"
     assert row["load"] == "1.0-2.0"
+    early = evaluations_row(recs, 2)
+    assert early["n"] == 2 and early["diff"] == "-10.00" and early["wins"] == "0/0/1"
+    assert evaluations_row(recs, 4) is None
     assert evaluations_row({"ei-mcmc": recs["ei-mcmc"]}) is None
 
 
