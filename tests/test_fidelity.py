@@ -9,6 +9,7 @@ from skbayes_search._fidelity import (
     Agreement,
     agreement_between,
     agreement_by_level,
+    cannot_select,
     rank_agreement,
     size_level,
     smallest_trusted_level,
@@ -93,3 +94,24 @@ def test_size_level_floors_on_the_ladder_and_tops_at_all_rows():
     # a ladder that ends exactly on all rows
     assert size_level(640, 10, 4, 640) == 3
     assert size_level(160, 10, 4, 640) == 2
+
+
+# ----------------------------------------------------------------------
+# cannot_select: sizes whose scores tie too often to choose from
+# ----------------------------------------------------------------------
+def test_cannot_select_needs_min_pairs_scores():
+    tied = [0.6583] * (MIN_PAIRS - 1)
+    assert not cannot_select(tied, keep=1 / 3)
+    assert cannot_select([*tied, 0.6583], keep=1 / 3)
+    # failed fits do not count towards the minimum
+    assert not cannot_select([*tied, np.nan], keep=1 / 3)
+
+
+def test_cannot_select_counts_near_ties_against_the_kept_share():
+    plateau = [0.6583, 0.6584, 0.6583, 0.55, 0.52, 0.60]
+    # three of six within 1 % of the range below the best: more than a third
+    assert cannot_select(plateau, keep=1 / 3)
+    # keeping half, three tied is not too many
+    assert not cannot_select(plateau, keep=1 / 2)
+    # a clear best and a spread below it choose fine
+    assert not cannot_select([0.80, 0.75, 0.70, 0.66, 0.66, 0.66], keep=1 / 3)
