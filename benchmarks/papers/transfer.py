@@ -309,7 +309,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{r['seconds']:.1f} s, load {r['loadavg'][0]:.2f}",
                 flush=True,
             )
-    records = ts.read_records(os.path.join(args.out, "records"))
+    # the report covers orders 0 .. ORDERS - 1, whichever process ran them
+    records = [
+        r
+        for r in ts.read_records(os.path.join(args.out, "records"))
+        if r["order"] < args.orders
+    ]
     header = [
         "- command: `python -m benchmarks.papers.transfer "
         f"{' '.join(shlex.quote(a) for a in sys.argv[1:])}`",
