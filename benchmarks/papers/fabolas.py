@@ -75,6 +75,7 @@ from ._fabolas_report import (
     grid_times,
     hyperband_brackets,
     incumbent_at,
+    incumbent_errors,
     peer_incumbents,
 )
 
@@ -292,6 +293,37 @@ def _meta(task: Task, settings: dict) -> dict:
     }
 
 
+def _plot(records: list[dict], refits: dict, meta: dict, path: Path) -> None:
+    """Median test error against time per method, min-max band (Fig. 3's axes)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    times = grid_times(meta["budget"])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for m in METHODS:
+        runs = [r for r in records if r["method"] == m and r.get("status") == "ok"]
+        if not runs:
+            continue
+        err = 100 * np.array([incumbent_errors(r, refits, times) for r in runs])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+            med, lo, hi = (f(err, axis=0) for f in (np.nanmedian, np.nanmin, np.nanmax))
+        (line,) = ax.plot(times, med, marker="o", label=f"{m} ({len(runs)})")
+        ax.fill_between(times, lo, hi, color=line.get_color(), alpha=0.15)
+    ax.set_xscale("log")
+    ax.set_xlabel("wall time (s)")
+    ax.set_ylabel("test error of the incumbent (%)")
+    ax.set_title(f"{meta['task']}, {meta['n_search']} search rows")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def _records(out: Path) -> list[dict]:
     records = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
     for rec in records:
@@ -377,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     refits = _refit_grid(task, records, out, settings["budget"])
     report = build_report(records, refits, meta)
     (out / "summary.md").write_text(report)
+    _plot(records, refits, meta, out / "convergence.png")
     print(report)
     return 0
 
