@@ -234,7 +234,9 @@ def _run_one(spec: dict, n_val: int) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     (work / "spec.json").write_text(json.dumps(spec))
     out_path = work / "child.json"
-    out_path.unlink(missing_ok=True)
+    # a stopped earlier run's files must not look like this run's start
+    for stale in (out_path, work / T0_FILE, work / SCORER_LOG):
+        stale.unlink(missing_ok=True)
     budget = spec["budget"]
     # ours stop themselves (final evaluations may run 10 % past max_time)
     grace = 0.0 if spec["method"] not in OURS else 0.2 * budget + 30.0
