@@ -9,6 +9,7 @@ load averages ``load_before`` and ``load_after``.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -354,4 +355,57 @@ def write_report(out: Path) -> Path:
     path = out / "summary.md"
     path.write_text(text)
     print(text, flush=True)
+    if records:
+        plot(records, float(meta["budget"]), out / "snoek.png")
     return path
+
+
+def median_curve(curves: Sequence[np.ndarray]) -> np.ndarray:
+    """Median over runs of equally long curves, cut to the shortest run."""
+    n = min(len(c) for c in curves)
+    return np.median(np.stack([c[:n] for c in curves]), axis=0)
+
+
+def plot(
+    records: dict[str, dict[str, dict[int, dict]]], budget: float, path: Path
+) -> None:
+    """Median incumbent CV score per task against trials (MCMC, MAP) and
+    against seconds (EI, EI per second, two workers), as the paper's figures
+    plot them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid = np.linspace(0.0, budget, 91)
+    fig, axes = plt.subplots(2, len(records), figsize=(4 * len(records), 6))
+    axes = np.asarray(axes).reshape(2, -1)
+    for col, (task, recs) in enumerate(records.items()):
+        for variant in ("ei-mcmc", "ei-map"):
+            runs = recs.get(variant, {}).values()
+            if runs:
+                curve = median_curve([incumbent_curve(r["trials"])[1] for r in runs])
+                axes[0, col].plot(np.arange(1, curve.size + 1), 100 * curve)
+                axes[0, col].lines[-1].set_label(variant)
+        for variant in ("ei-mcmc", "eips-mcmc", "ei-mcmc-2w"):
+            runs = recs.get(variant, {}).values()
+            if runs:
+                steps = [
+                    [score_at(*incumbent_curve(r["trials"]), t) for t in grid]
+                    for r in runs
+                ]
+                with warnings.catch_warnings():
+                    # Before a run's first trial its incumbent is NaN.
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    med = np.nanmedian(np.asarray(steps, dtype=float), axis=0)
+                axes[1, col].step(grid, 100 * med, where="post", label=variant)
+        axes[0, col].set(title=task, xlabel="trials", ylabel="best CV accuracy %")
+        axes[1, col].set(xlabel="seconds", ylabel="best CV accuracy %")
+        # The first trials climb tens of points; the comparison is in the top few.
+        top = 100 * max(best_score(r) for v in recs.values() for r in v.values())
+        for ax in axes[:, col]:
+            ax.set_ylim(top - 3.0, top + 0.3)
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
