@@ -9,6 +9,7 @@ from benchmarks.papers.snoek_report import (
     evaluations_row,
     incumbent_curve,
     seconds_to,
+    sign_test,
     task_target,
     time_row,
     wins,
@@ -44,6 +45,12 @@ def test_incumbent_curve_and_time_to_target():
 
 def test_wins_treats_rounding_as_a_tie():
     assert wins([0.01, 1e-12, -0.02, -1e-15, 0.03]) == "2/2/1"
+
+
+def test_sign_test_counts_untied_seeds():
+    # 5 of 5 one way: p = 2 / 32; ties and NaN are left out.
+    assert sign_test([0.1] * 5 + [0.0, np.nan]) == "5/1/0 of 6 (sign test p = 0.062)"
+    assert sign_test([]).endswith("(sign test p = 1)")
 
 
 def test_evaluations_compare_at_the_shared_trial_count():

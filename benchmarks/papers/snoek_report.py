@@ -126,6 +126,18 @@ def wins(diffs: Sequence[float]) -> str:
     return f"{up}/{arr.size - up - down}/{down}"
 
 
+def sign_test(diffs: Sequence[float]) -> str:
+    """Seeds up / tied / down and the two-sided sign test's p over the untied
+    ones: whether the wins could be a coin's."""
+    from scipy.stats import binomtest
+
+    arr = np.asarray(diffs, dtype=float)
+    arr = arr[~np.isnan(arr)]
+    up, down = int((arr > 1e-9).sum()), int((arr < -1e-9).sum())
+    p = binomtest(up, up + down).pvalue if up + down else 1.0
+    return f"{up}/{arr.size - up - down}/{down} of {arr.size} (sign test p = {p:.2g})"
+
+
 def load_range(records: Sequence[dict]) -> str:
     """1-minute load over the runs, lowest start to highest end."""
     lo = [r["load_before"] for r in records if "load_before" in r]
@@ -161,6 +173,7 @@ def evaluations_row(
         "map": fmt_spread(list(b.values()), True),
         "diff": _pp(median_spread(diffs)[0]),
         "wins": wins(diffs),
+        "raw": diffs,
         "load": load_range([mcmc[s] for s in both] + [map_[s] for s in both]),
     }
 
@@ -189,6 +202,9 @@ def time_row(
         "trials": f"{median_spread([ei[s]['n_trials'] for s in both])[0]:.0f} / "
         f"{median_spread([eips[s]['n_trials'] for s in both])[0]:.0f}",
         "load": load_range([ei[s] for s in both] + [eips[s] for s in both]),
+        # Seconds EI took longer than EI per second to reach the target.
+        "raw": [seconds_to(ei[s], target) - seconds_to(eips[s], target) for s in both],
+        "raw_end": [best_score(eips[s]) - best_score(ei[s]) for s in both],
     }
 
 
@@ -211,6 +227,8 @@ def workers_row(recs: dict[str, dict[int, dict]]) -> dict[str, Any] | None:
         "best_2": fmt_spread([p["best_2"] for p in pairs], True),
         "diff": _pp(diff),
         "wins": wins([p["best_diff"] for p in pairs]),
+        "raw": [p["best_diff"] for p in pairs],
+        "raw_ratio": [p["ratio"] for p in pairs],
         "load": load_range([one[s] for s in both] + [two[s] for s in both]),
     }
 
@@ -226,19 +244,26 @@ def build_report(
     """``summary.md`` from the ok records, ``records[task][variant][seed]``."""
     budget = float(meta["budget"])
     t1, t2, t3 = [], [], []
+    pooled: dict[str, list[float]] = {}
     for task, recs in records.items():
         target = task_target([r for v in recs.values() for r in v.values()])
         last = evaluations_row(recs)
         early = [evaluations_row(recs, n) for n in EARLY_TRIALS]
         for row in [r for r in early if r and r["n"] < last["n"]] + [last]:
             if row:
+                key = "last" if row is last else str(row["n"])
+                pooled.setdefault(f"t1-{key}", []).extend(row["raw"])
                 t1.append([task, row["seeds"], row["n"], row["mcmc"], row["map"]])
                 t1[-1] += [row["diff"], row["wins"], row["load"]]
         if row := time_row(recs, target, budget):
+            pooled.setdefault("t2", []).extend(row["raw"])
+            pooled.setdefault("t2-end", []).extend(row["raw_end"])
             t2.append([task, row["seeds"], row["target"], row["ttt_ei"]])
             t2[-1] += [row["ttt_eips"], row["half_ei"], row["half_eips"]]
             t2[-1] += [row["end_ei"], row["end_eips"], row["trials"], row["load"]]
         if row := workers_row(recs):
+            pooled.setdefault("t3", []).extend(row["raw"])
+            pooled.setdefault("t3-ratio", []).extend(row["raw_ratio"])
             t3.append([task, row["seeds"], row["tps_1"], row["tps_2"], row["ratio"]])
             t3[-1] += [row["n"], row["best_1"], row["best_2"], row["diff"]]
             t3[-1] += [row["wins"], row["load"]]
@@ -277,6 +302,14 @@ def build_report(
             t1,
         ),
         "",
+        "All tasks, seeds where MCMC is higher / equal / lower: "
+        + "; ".join(
+            f"N = {k.removeprefix('t1-')}: {sign_test(v)}"
+            for k, v in pooled.items()
+            if k.startswith("t1-")
+        )
+        + ".",
+        "",
         "## 2. EI per second vs EI, in wall time",
         "",
         "Target: 0.5 pp below the best CV score any run of the task found. "
@@ -301,6 +334,10 @@ def build_report(
             t2,
         ),
         "",
+        "All tasks, seeds where EI per second reached the target sooner / tied "
+        f"/ later: {sign_test(pooled.get('t2', []))}; where its final best CV "
+        f"score is higher / equal / lower: {sign_test(pooled.get('t2-end', []))}.",
+        "",
         "## 3. Two workers vs one (GP EI MCMC, asynchronous loop)",
         "",
         "tps: finished trials per second of wall time; ratio: 2 over 1 "
@@ -323,6 +360,11 @@ def build_report(
             ),
             t3,
         ),
+        "",
+        "All tasks: median ratio "
+        f"{median_spread(pooled.get('t3-ratio', []))[0]:.2f}; seeds where two "
+        "workers are higher / equal / lower at best@N: "
+        f"{sign_test(pooled.get('t3', []))}.",
         "",
         *PAPER_LINES,
     ]
