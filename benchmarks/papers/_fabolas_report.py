@@ -156,7 +156,8 @@ def build_report(records: list[dict], refits: dict, meta: dict) -> str:
         f"{meta['n_val']} validation), {meta['n_test']} test rows; budget "
         f"{meta['budget']:g} s per run, n_jobs=1, seeds {meta['seeds']}. "
         "Test error (%) of the incumbent refitted on all search rows, median "
-        "[min, max] over seeds, at each time (s):",
+        "[min, max] over the seeds that have an incumbent by then ('-': none "
+        "has), at each time (s):",
         "",
         "| method | runs | " + " | ".join(f"{t:.3g}" for t in times) + " | load |",
         "|---" * (len(times) + 3) + "|",
