@@ -23,7 +23,10 @@ __all__ = [
     "scores_to_loss",
 ]
 
-#: Bounds of the log length scales (paper 001, section 3.4).
+#: Bounds of the log length scales: paper 001's [-10, 2] (section 3.4), read as
+#: bounds on log l; reading them as bounds on log lambda (lambda multiplies the
+#: squared distance) would give [-1, 5], which the design page measures and
+#: declines.
 LOG_LENGTH_BOUNDS = (-10.0, 2.0)
 # a perfect score would otherwise give log 0
 _ERROR_FLOOR = 1e-4
