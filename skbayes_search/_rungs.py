@@ -104,6 +104,13 @@ class Rungs:
         return int(np.argmin(gap))
 
 
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
 class RungLedger:
     """What the finished trials say, rung by rung.
 
@@ -155,6 +162,8 @@ class RungLedger:
         self._scores: list[dict[bytes, float]] = [{} for _ in range(n)]
         self._costs: list[dict[bytes, float]] = [{} for _ in range(n)]
         self._roles: list[dict[bytes, str]] = [{} for _ in range(n)]
+        # per rung, the configurations that started there at random
+        self._random: list[set[bytes]] = [set() for _ in range(n)]
         self._params: dict[bytes, dict] = {}
         self._done: dict[bytes, set[int]] = defaultdict(set)
         self._pairs: list[tuple[bytes, int, float]] = []
@@ -175,6 +184,9 @@ class RungLedger:
             self._scores[k][key] = score
             self._costs[k][key] = float(t.cost)
             self._roles[k][key] = str(t.extras.get("role", "new"))
+            value = t.extras.get("acquisition_value", math.nan)
+            if self._roles[k][key] in ("new", "probe") and not _finite(value):
+                self._random[k].add(key)
             self._params.setdefault(key, dict(t.params))
             self._done[key].add(k)
             if self._roles[k][key] in ("probe", "hedge"):
@@ -196,15 +208,13 @@ class RungLedger:
             self.base_trajectory.append((float(elapsed), trusted))
 
     def _skip_tied_rungs(self, elapsed: float) -> None:
-        # scores of configurations started on the base rung (not promoted
-        # there): when too many tie at the best, the rung cannot choose
-        # what climbs, so new configurations start above it
+        # when too many of the base rung's random configurations tie at the
+        # best, the rung cannot choose what climbs, so new configurations
+        # start above it; only random ones, since promoted configurations
+        # and the model's proposals cluster near the incumbent and tie with
+        # it for being nearly the same setting
         while self.base < self.rungs.top and cannot_select(
-            [
-                s
-                for key, s in self._scores[self.base].items()
-                if self._roles[self.base][key] != "promoted"
-            ],
+            [self._scores[self.base][key] for key in self._random[self.base]],
             1.0 / self.factor,
         ):
             self.base += 1

@@ -342,6 +342,16 @@ def test_tied_rungs_are_skipped(data):
     assert search.cv_results_["resource_fraction"][search.best_index_] == 1.0
 
 
+def test_model_proposals_near_the_incumbent_are_no_tie(data):
+    # the GP's proposals cluster where the best is and score alike there;
+    # that is no sign that the rung cannot rank random settings
+    X, y = data
+    search = _search(n_iter=60, n_initial_points=5).fit(X, y)
+    rows = _rows(search)
+    assert sum(r["role"] == "new" and r["rung"] == 0 for r in rows) >= 10
+    assert search.base_rung_ == 0
+
+
 def test_parallel_curves_keep_the_base_rung(data):
     X, y = data
     search = _search(n_iter=60, n_initial_points=1000, hedge_fraction=0.5).fit(X, y)
