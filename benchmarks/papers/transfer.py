@@ -73,6 +73,10 @@ PAPER = {
     },
 }
 PAPER_LABELS = {
+    "random": "random search",
+    "indep": "independent GP",
+    "sqe": "the paper's method (SQE)",
+    "mkl": "the paper's method (MKL)",
     "bardenet-sqe": "Bardenet et al. 2013 (SQE), not run here",
     "bardenet-mkl": "Bardenet et al. 2013 (MKL), not run here",
 }
@@ -238,9 +242,7 @@ def build_report(records: Sequence[dict], n_iter: int, header: Sequence[str]) ->
             "|---|---|---|",
         ]
         for key, ((dm, ds), (tm, tsd)) in table.items():
-            label = PAPER_LABELS.get(key, LABELS.get(key, key))
-            if key == "indep":
-                label = "independent GP"
+            label = PAPER_LABELS[key]
             lines.append(f"| {label} | {dm:.2f} ± {ds:.2f} | {tm:.2f} ± {tsd:.2f} |")
     lines += ["", "## What differs from the paper", "", *DIFFERENCES]
     if "mkl" in methods and len(methods) > 1:
