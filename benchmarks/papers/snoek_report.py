@@ -70,8 +70,8 @@ PAPER_LINES = [
     "instead of minutes to hours per evaluation, so the GP's own time per "
     "proposal is a visible part of each trial, which the paper could ignore.",
     "- Budget: a fixed wall-clock budget per run instead of a fixed number of "
-    "evaluations; tables compare by evaluations at the smallest trial count "
-    "the runs share.",
+    "evaluations; table 1 compares by evaluations after 10 and 20 trials and "
+    "at the smallest trial count the runs share.",
     "- Tasks: SVC on magic and letter, elastic-net logistic regression (saga) "
     "on adult, subsampled, instead of the paper's problems; continuous spaces, "
     "no grid restriction.",
