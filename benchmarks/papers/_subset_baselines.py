@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 from ..execute import _trials_ours, incumbents_for
 from ..metrics import step_on_grid
 from ..refit import _fit_and_test, incumbent_key, refit_incumbents
-from ..tasks import DEFAULT_DATA_DIR, Task, space_ours
+from ..tasks import DEFAULT_DATA_DIR, Task, load_task, space_ours
 
 #: Share of the search rows the subset baseline searches on (both papers).
 SUBSET_FRACTION = 0.3
@@ -234,6 +234,33 @@ def run_all(
             f"load {rec['loadavg_end'][0]:.2f}",
             flush=True,
         )
+
+
+def run_then_report(
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    module: str,
+    method_names: Sequence[str],
+    run_one: Callable[[str, int, Task], dict[str, Any]],
+    build_report: Callable[[list[dict[str, Any]], str], str],
+) -> int:
+    """The body of each subset paper's ``main``: run every ``(method, seed)``
+    still missing (unless ``--report-only``), then rebuild the report from
+    all the records in ``args.out``."""
+    command = run_command(module, argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_gitignore(args.out)
+    if not args.report_only:
+        task = load_task(args.task, args.data_dir, max_rows=args.max_rows)
+        run_all(
+            args.out,
+            [(m, s) for s in range(args.seeds) for m in method_names],
+            lambda m, s: run_one(m, s, task),
+            task_name=task.name,
+            resume=args.resume,
+        )
+    write_report(args.out, build_report(load_records(args.out), command))
+    return 0
 
 
 def load_records(out: Path) -> list[dict[str, Any]]:

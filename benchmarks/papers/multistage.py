@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..tasks import load_task, space_ours
+from ..tasks import space_ours
 from . import _subset_baselines as sb
 
 PAPER = "000 multi-stage BO"
@@ -242,21 +242,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.seeds, args.max_rows = 1, 800
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
-    command = sb.run_command("benchmarks.papers.multistage", argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    sb.write_gitignore(args.out)
-    if not args.report_only:
-        task = load_task(args.task, args.data_dir, max_rows=args.max_rows)
-        runs = [(m, s) for s in range(args.seeds) for m in METHODS]
-        sb.run_all(
-            args.out,
-            runs,
-            lambda m, s: run_one(m, s, task=task, out=args.out, sizes=sizes),
-            task_name=task.name,
-            resume=args.resume,
-        )
-    sb.write_report(args.out, build_report(sb.load_records(args.out), command))
-    return 0
+    return sb.run_then_report(
+        args,
+        argv,
+        "benchmarks.papers.multistage",
+        METHODS,
+        lambda m, s, task: run_one(m, s, task=task, out=args.out, sizes=sizes),
+        build_report,
+    )
 
 
 if __name__ == "__main__":

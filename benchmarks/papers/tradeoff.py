@@ -40,7 +40,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..refit import incumbent_key, refit_incumbents
-from ..tasks import load_task, space_ours
+from ..tasks import space_ours
 from . import _subset_baselines as sb
 
 PAPER = "003 accuracy/training-time trade-off"
@@ -325,21 +325,14 @@ def main(argv: list[str] | None = None) -> int:
         args.seeds, args.max_rows = 1, 800
     n_iter = QUICK_N_ITER if args.quick else N_ITER
     alphas = QUICK_ALPHAS if args.quick else ALPHAS
-    command = sb.run_command("benchmarks.papers.tradeoff", argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    sb.write_gitignore(args.out)
-    if not args.report_only:
-        task = load_task(args.task, args.data_dir, max_rows=args.max_rows)
-        runs = [(m, s) for s in range(args.seeds) for m in methods(alphas)]
-        sb.run_all(
-            args.out,
-            runs,
-            lambda m, s: run_one(m, s, task=task, out=args.out, n_iter=n_iter),
-            task_name=task.name,
-            resume=args.resume,
-        )
-    sb.write_report(args.out, build_report(sb.load_records(args.out), command))
-    return 0
+    return sb.run_then_report(
+        args,
+        argv,
+        "benchmarks.papers.tradeoff",
+        methods(alphas),
+        lambda m, s, task: run_one(m, s, task=task, out=args.out, n_iter=n_iter),
+        build_report,
+    )
 
 
 if __name__ == "__main__":

@@ -32,14 +32,11 @@ import platform
 import shlex
 import sys
 import time
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.stats import rankdata, ttest_rel, wilcoxon
-from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
 
 from benchmarks.studies import transfer_stream as ts
 
@@ -307,30 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
-    os.makedirs(args.out, exist_ok=True)
-    warnings.simplefilter("ignore", ConvergenceWarning)
-    warnings.simplefilter("ignore", UserWarning)
-    data = ts.load_datasets(
-        args.data_dir, args.sources, args.n_rows, args.copies, test_size=args.test_size
-    )
-    print(f"{len(data)} data sets, {args.orders} orders", flush=True)
     start = time.perf_counter()
-    with threadpool_limits(1):
-        for r in ts.stream_runs(
-            data,
-            range(args.first_order, args.orders),
-            args.methods,
-            args.out,
-            n_iter=args.n_iter,
-            cv=args.cv,
-            same_seed=args.same_seed,
-            resume=args.resume,
-        ):
-            print(
-                f"order {r['order']} position {r['position']} {r['method']}: "
-                f"{r['seconds']:.1f} s, load {r['loadavg'][0]:.2f}",
-                flush=True,
-            )
+    data = ts.run_logged(args)
     # the report covers orders 0 .. ORDERS - 1, whichever process ran them
     records = [
         r

@@ -536,14 +536,10 @@ def results_frame(records, n_iter):
     return pd.DataFrame([row for r in records for row in trial_rows(r, n_iter)])
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.studies.transfer_stream",
-        description=__doc__.splitlines()[0],
-    )
-    add_arguments(parser)
-    parser.add_argument("--no-cost", action="store_true", help="skip the store cost")
-    args = parser.parse_args(argv)
+def run_logged(args: argparse.Namespace) -> list:
+    """Load the stream's data sets and run every search of ``args`` still
+    missing, one line each; return the data sets. The one run loop of the
+    study and of ``benchmarks.papers.transfer``."""
     os.makedirs(args.out, exist_ok=True)
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", UserWarning)
@@ -551,7 +547,6 @@ def main(argv=None):
         args.data_dir, args.sources, args.n_rows, args.copies, test_size=args.test_size
     )
     print(f"{len(data)} data sets, {args.orders} orders", flush=True)
-    start = time.perf_counter()
     with threadpool_limits(1):
         for record in stream_runs(
             data,
@@ -565,9 +560,24 @@ def main(argv=None):
         ):
             print(
                 f"order {record['order']} position {record['position']} "
-                f"{record['method']}: {record['seconds']:.1f} s",
+                f"{record['method']}: {record['seconds']:.1f} s, "
+                f"load {record['loadavg'][0]:.2f}",
                 flush=True,
             )
+    return data
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.studies.transfer_stream",
+        description=__doc__.splitlines()[0],
+    )
+    add_arguments(parser)
+    parser.add_argument("--no-cost", action="store_true", help="skip the store cost")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    data = run_logged(args)
+    with threadpool_limits(1):
         df = results_frame(read_records(os.path.join(args.out, "records")), args.n_iter)
         df.to_csv(os.path.join(args.out, "results.csv"), index=False)
         ranks = rank_table(df, args.n_iter)
