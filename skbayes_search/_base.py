@@ -6,37 +6,24 @@ from __future__ import annotations
 import numbers
 import os
 import time
-import warnings
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import numpy as np
-from joblib import effective_n_jobs
-from sklearn.base import _fit_context, clone, is_classifier
-from sklearn.model_selection import check_cv
+from sklearn.base import _fit_context
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.model_selection._validation import _insert_error_scores
-from sklearn.utils import check_random_state, get_tags, indexable
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.metaestimators import _safe_split
-from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import (
-    _check_method_params,
-    _num_features,
-    _num_samples,
-)
 
-from ._callbacks import SearchCallbacks
-from ._evaluate import TrialEvaluator, stratified_order, subset_size
+from ._evaluate import TrialEvaluator
 from ._failures import warn_about_failures
-from ._journal import SearchJournal, as_store
 from ._loop import SearchLoop
 from ._progress import progress_bar, report_trial
+from ._refit import refit_best
+from ._run_setup import SearchRun, prepare_run
 from ._trial import SearchContext, Trial, TrialRecord
 from ._validation import COUNT, NON_EMPTY_STR
 from ._workers import make_workers
-from .space import SearchSpace
 from .storage import TrialStore
 
 #: Columns every strategy adds to scikit-learn's ``cv_results_``.
@@ -78,27 +65,6 @@ def shared_params(values: dict[str, Any]) -> dict[str, Any]:
 #: Private attributes scikit-learn's ``_fit_context`` sets during ``fit`` and
 #: removes itself afterwards (the callbacks' teardown needs them).
 _SKLEARN_FIT_STATE = frozenset({"_callback_fit_ctx", "_skl_callbacks_to_teardown"})
-
-
-@dataclass
-class _Run:
-    """What one ``fit`` prepares and its phases share."""
-
-    X: Any
-    y: Any
-    scorers: Any
-    refit_metric: str
-    routed_params: Any
-    splits: list
-    rs: np.random.RandomState
-    seed_subsets: int
-    y_stratify: np.ndarray | None
-    ctx: SearchContext
-    journal: SearchJournal | None
-    callbacks: SearchCallbacks
-    base_estimator: Any
-    fit_and_score_kwargs: dict
-    all_out: list[dict] = field(default_factory=list)
 
 
 class BaseBayesSearchCV(BaseSearchCV):
@@ -247,7 +213,7 @@ class BaseBayesSearchCV(BaseSearchCV):
                     delattr(self, key)
 
     def _fit(self, X: Any, y: Any, **params: Any) -> BaseBayesSearchCV:
-        run = self._prepare(X, y, params)
+        run = prepare_run(self, X, y, params)
         evaluator = TrialEvaluator(
             base_estimator=run.base_estimator,
             X=run.X,
@@ -262,130 +228,7 @@ class BaseBayesSearchCV(BaseSearchCV):
         self._search(run, evaluator)
         return self._assemble(run)
 
-    def _prepare(self, X: Any, y: Any, params: dict) -> _Run:
-        """Validate everything and fix the splits, before any estimator is fit."""
-        start = time.perf_counter()
-        scorers, refit_metric = self._get_scorers()
-        X, y = indexable(X, y)
-        params = _check_method_params(X, params=params)
-        routed_params = self._get_routed_params_for_fit(params)
-
-        space = SearchSpace(
-            self.search_spaces,
-            estimator_params=set(self.estimator.get_params(deep=True)),
-        )
-        cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
-        split_params = routed_params.splitter.split
-        self.n_splits_ = cv.get_n_splits(X, y, **split_params)
-        # The splits are fixed once so that every trial, whatever its
-        # fraction, is scored on the same validation rows.
-        splits = [
-            (_as_indices(train, X), _as_indices(test, X))
-            for train, test in cv.split(X, y, **split_params)
-        ]
-        if len(splits) != self.n_splits_:
-            raise ValueError(
-                "cv.split and cv.get_n_splits return inconsistent results. "
-                f"Expected {self.n_splits_} splits, got {len(splits)}"
-            )
-        if not splits:
-            raise ValueError(
-                f"cv gave no (train, test) split, got cv={self.cv!r}; pass an "
-                "int, a CV splitter or a non-empty iterable of splits."
-            )
-        for k, (train, test) in enumerate(splits):
-            if not len(train) or not len(test):
-                raise ValueError(
-                    f"cv: split {k} has {len(train)} training and {len(test)} "
-                    "test rows; every split needs both."
-                )
-
-        rs = check_random_state(self.random_state)
-        seed_subsets, seed_search = (int(s) for s in rs.randint(2**31 - 1, size=2))
-        y_stratify = None
-        n_classes = None
-        if (
-            is_classifier(self.estimator)
-            and y is not None
-            and type_of_target(y) in ("binary", "multiclass")
-        ):
-            y_stratify = np.asarray(y)
-            n_classes = len(np.unique(y_stratify))
-
-        ctx = SearchContext(
-            space=space,
-            rng=np.random.default_rng(seed_search),
-            seed=seed_search,
-            n_train=min(len(train) for train, _ in splits),
-            n_classes=n_classes,
-            n_splits=self.n_splits_,
-            budget=self._total_budget(),
-            max_time=self.max_time,
-            n_jobs_effective=effective_n_jobs(self.n_jobs),
-            start_time=start,
-        )
-        self._check_strategy_params(ctx)
-        journal = None
-        store = as_store(getattr(self, "store", None))
-        if store is not None:
-            # Opening the run validates the store, refuses to resume a run
-            # made from other data, splits, scoring, estimator or space, and
-            # takes the run's lease, before any fit.
-            journal = SearchJournal(
-                store,
-                getattr(self, "run_name", None),
-                self,
-                space,
-                meta={
-                    "n_samples": int(_num_samples(X)),
-                    "n_features": _num_features_or_none(X),
-                    "n_classes": n_classes,
-                    "n_splits": self.n_splits_,
-                },
-                X=X,
-                y=y,
-                splits=splits,
-                scoring=self.scoring,
-                estimator=self.estimator,
-            )
-            self.run_name_ = journal.run_name
-            ctx.journal = journal
-
-        sample_weight = params.get("sample_weight")
-        callbacks = SearchCallbacks(
-            self,
-            X,
-            y,
-            None if sample_weight is None else {"sample_weight": sample_weight},
-        )
-        return _Run(
-            X=X,
-            y=y,
-            scorers=scorers,
-            refit_metric=refit_metric,
-            routed_params=routed_params,
-            splits=splits,
-            rs=rs,
-            seed_subsets=seed_subsets,
-            y_stratify=y_stratify,
-            ctx=ctx,
-            journal=journal,
-            callbacks=callbacks,
-            base_estimator=clone(self.estimator),
-            fit_and_score_kwargs=dict(
-                scorer=scorers,
-                fit_params=routed_params.estimator.fit,
-                score_params=routed_params.scorer.score,
-                return_train_score=self.return_train_score,
-                return_n_test_samples=True,
-                return_times=True,
-                return_parameters=False,
-                error_score=self.error_score,
-                verbose=self.verbose,
-            ),
-        )
-
-    def _resume(self, run: _Run) -> None:
+    def _resume(self, run: SearchRun) -> None:
         """Read a killed run's finished trials back from the store."""
         if run.journal is None:
             return
@@ -404,7 +247,7 @@ class BaseBayesSearchCV(BaseSearchCV):
                 t.elapsed_time for t in ctx.trials
             )
 
-    def _search(self, run: _Run, evaluator: TrialEvaluator) -> None:
+    def _search(self, run: SearchRun, evaluator: TrialEvaluator) -> None:
         """The asynchronous loop, each trial recorded the moment it ends."""
         ctx, journal = run.ctx, run.journal
         metric = self.refit if isinstance(self.refit, str) else None
@@ -496,7 +339,7 @@ class BaseBayesSearchCV(BaseSearchCV):
             out["train_scores"] = score
         return out
 
-    def _assemble(self, run: _Run) -> BaseBayesSearchCV:
+    def _assemble(self, run: SearchRun) -> BaseBayesSearchCV:
         """cv_results_, the best trial, the refit and the fitted attributes."""
         ctx, all_out, scorers = run.ctx, run.all_out, run.scorers
         refit_metric = run.refit_metric
@@ -525,15 +368,7 @@ class BaseBayesSearchCV(BaseSearchCV):
         self._end_search(ctx, results)
 
         if self.refit:
-            self._refit_best(
-                run.base_estimator,
-                run.X,
-                run.y,
-                run.routed_params.estimator.fit,
-                run.y_stratify,
-                run.rs,
-                run.callbacks,
-            )
+            refit_best(self, run)
 
         if hasattr(scorers, "_scorers"):
             self.scorer_ = scorers._scorers
@@ -561,84 +396,3 @@ class BaseBayesSearchCV(BaseSearchCV):
         for key in keys:
             more[key] = [t.extras.get(key, np.nan) for t in ctx.trials]
         return more
-
-    # ------------------------------------------------------------------
-    # refit
-    # ------------------------------------------------------------------
-    def _refit_best(
-        self,
-        base_estimator: Any,
-        X: Any,
-        y: Any,
-        fit_params: dict,
-        y_stratify: np.ndarray | None,
-        rs: np.random.RandomState,
-        callbacks: SearchCallbacks,
-    ) -> None:
-        self.best_estimator_ = clone(base_estimator).set_params(
-            **clone(self.best_params_, safe=False)
-        )
-        fraction = self._refit_fraction()
-        if fraction < 1.0:
-            n = _num_samples(X)
-            order = stratified_order(
-                np.arange(n), y_stratify, np.random.default_rng(rs.randint(2**31 - 1))
-            )
-            min_rows = 1 if y_stratify is None else len(np.unique(y_stratify))
-            idx = np.sort(order[: subset_size(fraction, n, min_rows)])
-            # the rows best_estimator_ saw (a precomputed kernel at predict
-            # time needs its columns for these rows)
-            self.refit_indices_ = idx
-            fit_params = _check_method_params(X, params=fit_params, indices=idx)
-            # rows, and for a pairwise estimator (a precomputed kernel or
-            # distance matrix) the same columns, as the trials' fits subset
-            X, y = _safe_split(self.best_estimator_, X, y, idx)
-            if _is_pairwise(self.best_estimator_):
-                warnings.warn(
-                    f"best_estimator_ is a pairwise estimator refitted on "
-                    f"{len(idx)} of the {n} rows (a fraction of {fraction:.3g}); "
-                    "at predict time pass the kernel (or distances) against "
-                    "those rows only, refit_indices_.",
-                    UserWarning,
-                    stacklevel=4,
-                )
-        refit_start_time = time.time()
-        with callbacks.refit(self.best_estimator_):
-            if y is not None:
-                self.best_estimator_.fit(X, y, **fit_params)
-            else:
-                self.best_estimator_.fit(X, **fit_params)
-        self.refit_time_ = time.time() - refit_start_time
-        if hasattr(self.best_estimator_, "feature_names_in_"):
-            self.feature_names_in_ = self.best_estimator_.feature_names_in_
-
-
-def _is_pairwise(estimator: Any) -> bool:
-    try:
-        return bool(get_tags(estimator).input_tags.pairwise)
-    except Exception:  # an estimator without scikit-learn's tags
-        return False
-
-
-def _num_features_or_none(X: Any) -> int | None:
-    try:
-        return int(_num_features(X))
-    except TypeError:
-        return None
-
-
-def _as_indices(split: Any, X: Any) -> np.ndarray:
-    """Row indices of one side of a CV split, which may be a boolean mask.
-
-    scikit-learn's searches accept ``(mask_train, mask_test)`` pairs; read as
-    indices, a mask would put rows 0 and 1 in every fold.
-    """
-    split = np.asarray(split)
-    if split.dtype != bool:
-        return split
-    if split.shape != (_num_samples(X),):
-        raise ValueError(
-            f"cv: a boolean mask of shape {split.shape} does not match the "
-            f"{_num_samples(X)} samples of X."
-        )
-    return np.flatnonzero(split)

@@ -440,7 +440,7 @@ def _warn_if_first_stage_small(fraction: float, ctx: SearchContext) -> None:
             f"split, fewer than {needed}{per}; its ranking of configurations "
             "is mostly noise. Raise stages[0] or use more data.",
             UserWarning,
-            # user code -> fit -> _fit -> _prepare -> _check_strategy_params
+            # user code -> fit -> _fit -> prepare_run -> _check_strategy_params
             stacklevel=6,
         )
 
