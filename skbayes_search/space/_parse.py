@@ -1,9 +1,10 @@
-"""Turning the values of a ``search_spaces`` dict into dimensions."""
+"""Turning ``search_spaces`` into dimensions: each value, each sub-space, and
+the names checked against the estimator's parameters."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -213,3 +214,97 @@ def _parse_value(value: Any, label: str) -> Dimension:
         f"(low, high[, prior]) tuple or a scipy.stats distribution, got "
         f"{value!r} ({_type_name(value)})"
     )
+
+
+def parse_subspaces(
+    search_spaces: Any, estimator_params: set[str] | None
+) -> tuple[list[str], list[dict[str, Dimension]]]:
+    """Validate ``search_spaces`` and parse each sub-space into dimensions.
+
+    Returns the parameter names in order of first appearance and one dict
+    (name -> dimension) per sub-space. With ``estimator_params``, a name the
+    estimator does not have raises ``ValueError``.
+    """
+    if isinstance(search_spaces, Mapping):
+        parts = [("search_spaces", search_spaces)]
+    elif isinstance(search_spaces, (list, tuple)):
+        if not search_spaces:
+            raise ValueError("search_spaces must not be empty, got []")
+        parts = []
+        for i, part in enumerate(search_spaces):
+            if not isinstance(part, Mapping):
+                raise TypeError(
+                    f"search_spaces[{i}] must be a dict of parameter names to "
+                    f"dimensions, got {part!r} ({_type_name(part)})"
+                )
+            parts.append((f"search_spaces[{i}]", part))
+    else:
+        raise TypeError(
+            "search_spaces must be a dict or a list of dicts, got "
+            f"{search_spaces!r} ({_type_name(search_spaces)})"
+        )
+
+    parsed = []
+    for label, part in parts:
+        dims = {}
+        for name, value in part.items():
+            if not isinstance(name, str):
+                raise TypeError(
+                    f"{label}: parameter names must be strings, got {name!r}"
+                )
+            dims[name] = _parse_value(value, f"{label}[{name!r}]")
+        parsed.append(dims)
+
+    names: list[str] = []
+    for dims in parsed:
+        names.extend(n for n in dims if n not in names)
+    # An empty dict is one point, the estimator's defaults (as in
+    # scikit-learn's ParameterGrid): a space of no dimension.
+    if estimator_params is not None:
+        unknown: list[str] = []
+        for dims in parsed:
+            valid = _names_after_steps(set(estimator_params), dims)
+            unknown.extend(n for n in dims if n not in valid and n not in unknown)
+        if unknown:
+            raise ValueError(
+                f"search_spaces: invalid parameter(s) {unknown!r} for the "
+                f"estimator; valid parameters are {sorted(estimator_params)!r}"
+            )
+
+    return names, parsed
+
+
+def _names_after_steps(valid: set[str], dims: Mapping[str, Dimension]) -> set[str]:
+    """Parameter names valid once the sub-space's steps are replaced.
+
+    A categorical of estimators on a parameter such as a pipeline step
+    (``{"clf": [SVC(), DecisionTreeClassifier()], "clf__max_depth": ...}``)
+    makes ``clf__<name>`` valid for every parameter of every candidate, as
+    ``estimator.set_params(clf=candidate)`` would; nested steps are followed
+    until nothing changes. A name is valid when it is valid under at least
+    one candidate (a trial with another candidate fails its fit and scores
+    ``error_score``, as in scikit-learn's searches).
+    """
+    valid = set(valid)
+    expanded: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, dim in dims.items():
+            if name in expanded or name not in valid:
+                continue
+            if not isinstance(dim, Categorical):
+                continue
+            expanded.add(name)
+            for candidate in dim.categories:
+                if isinstance(candidate, type) or not hasattr(candidate, "get_params"):
+                    continue  # "passthrough", None, a plain value
+                try:
+                    params = candidate.get_params(deep=True)
+                except Exception:  # not an estimator after all
+                    continue
+                new = {f"{name}__{key}" for key in params} - valid
+                if new:
+                    valid |= new
+                    changed = True
+    return valid

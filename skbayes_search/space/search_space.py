@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
@@ -11,12 +9,11 @@ from typing import Any
 import numpy as np
 
 from .._numerics import sobol_points
-from ._parse import _parse_value
+from ._cardinality import count_points
+from ._parse import parse_subspaces
 from ._unseen import drop_seen
 from .dimensions import (
     _INACTIVE,
-    _MAX_EXACT_UNION,
-    Categorical,
     Dimension,
     Integer,
     _is_integral,
@@ -41,67 +38,6 @@ class _Block:
         # Set when an earlier sub-space has the same names, so decoded
         # parameters may belong to it too (see SearchSpace._resolve).
         self.ambiguous = False
-
-
-def _common_count(dims: list[Dimension]) -> int:
-    """Number of values every one of the (finite) dimensions holds."""
-    if all(type(d) is Integer for d in dims):
-        return max(0, min(d.high for d in dims) - max(d.low for d in dims) + 1)
-    smallest = min(dims, key=lambda d: d._cardinality)
-    others = [d for d in dims if d is not smallest]
-    return sum(all(o._contains(v) for o in others) for v in smallest._enumerate())
-
-
-def _union_size(blocks: list[_Block]) -> int:
-    """Points in the union of finite sub-spaces with the same names.
-
-    Inclusion-exclusion: an intersection of sub-spaces is the product over
-    names of the values common to all their dimensions.
-    """
-    names = blocks[0].names
-    dims = [dict(zip(b.names, b.dims)) for b in blocks]
-    total = 0
-    for r in range(1, len(blocks) + 1):
-        for subset in itertools.combinations(dims, r):
-            common = math.prod(_common_count([d[n] for d in subset]) for n in names)
-            total += common if r % 2 else -common
-    return total
-
-
-def _names_after_steps(valid: set[str], dims: Mapping[str, Dimension]) -> set[str]:
-    """Parameter names valid once the sub-space's steps are replaced.
-
-    A categorical of estimators on a parameter such as a pipeline step
-    (``{"clf": [SVC(), DecisionTreeClassifier()], "clf__max_depth": ...}``)
-    makes ``clf__<name>`` valid for every parameter of every candidate, as
-    ``estimator.set_params(clf=candidate)`` would; nested steps are followed
-    until nothing changes. A name is valid when it is valid under at least
-    one candidate (a trial with another candidate fails its fit and scores
-    ``error_score``, as in scikit-learn's searches).
-    """
-    valid = set(valid)
-    expanded: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, dim in dims.items():
-            if name in expanded or name not in valid:
-                continue
-            if not isinstance(dim, Categorical):
-                continue
-            expanded.add(name)
-            for candidate in dim.categories:
-                if isinstance(candidate, type) or not hasattr(candidate, "get_params"):
-                    continue  # "passthrough", None, a plain value
-                try:
-                    params = candidate.get_params(deep=True)
-                except Exception:  # not an estimator after all
-                    continue
-                new = {f"{name}__{key}" for key in params} - valid
-                if new:
-                    valid |= new
-                    changed = True
-    return valid
 
 
 class SearchSpace:
@@ -177,52 +113,7 @@ class SearchSpace:
     ) -> None:
         self.search_spaces = search_spaces
         self.estimator_params = estimator_params
-        if isinstance(search_spaces, Mapping):
-            parts = [("search_spaces", search_spaces)]
-        elif isinstance(search_spaces, (list, tuple)):
-            if not search_spaces:
-                raise ValueError("search_spaces must not be empty, got []")
-            parts = []
-            for i, part in enumerate(search_spaces):
-                if not isinstance(part, Mapping):
-                    raise TypeError(
-                        f"search_spaces[{i}] must be a dict of parameter names to "
-                        f"dimensions, got {part!r} ({_type_name(part)})"
-                    )
-                parts.append((f"search_spaces[{i}]", part))
-        else:
-            raise TypeError(
-                "search_spaces must be a dict or a list of dicts, got "
-                f"{search_spaces!r} ({_type_name(search_spaces)})"
-            )
-
-        parsed = []
-        for label, part in parts:
-            dims = {}
-            for name, value in part.items():
-                if not isinstance(name, str):
-                    raise TypeError(
-                        f"{label}: parameter names must be strings, got {name!r}"
-                    )
-                dims[name] = _parse_value(value, f"{label}[{name!r}]")
-            parsed.append(dims)
-
-        names: list[str] = []
-        for dims in parsed:
-            names.extend(n for n in dims if n not in names)
-        # An empty dict is one point, the estimator's defaults (as in
-        # scikit-learn's ParameterGrid): a space of no dimension.
-        if estimator_params is not None:
-            unknown: list[str] = []
-            for dims in parsed:
-                valid = _names_after_steps(set(estimator_params), dims)
-                unknown.extend(n for n in dims if n not in valid and n not in unknown)
-            if unknown:
-                raise ValueError(
-                    f"search_spaces: invalid parameter(s) {unknown!r} for the "
-                    f"estimator; valid parameters are {sorted(estimator_params)!r}"
-                )
-
+        names, parsed = parse_subspaces(search_spaces, estimator_params)
         self.names = names
         self.subspaces = parsed
         self._n_sel = len(parsed) if len(parsed) > 1 else 0
@@ -273,17 +164,12 @@ class SearchSpace:
         Points that several sub-spaces of a conditional space hold are
         counted once (they encode in the first of them).
         """
-        total = 0
-        for group in self._by_keys.values():
-            blocks = [self._blocks[j] for j in group]
-            sizes = [math.prod(d._cardinality for d in b.dims) for b in blocks]
-            if len(blocks) == 1 or math.inf in sizes:
-                total += sum(sizes)
-            elif len(blocks) > _MAX_EXACT_UNION:
-                total += sum(sizes)  # an upper bound; rare enough
-            else:
-                total += _union_size(blocks)
-        return total
+        return count_points(
+            [
+                [dict(zip(self._blocks[j].names, self._blocks[j].dims)) for j in group]
+                for group in self._by_keys.values()
+            ]
+        )
 
     def _check_unit(self, U: Any) -> np.ndarray:
         U = np.asarray(U, dtype=float)
@@ -357,7 +243,8 @@ class SearchSpace:
                 out[r] = dict(zip(block.names, values))
         return out
 
-    def _locate(self, params: Mapping) -> int:
+    def _candidates(self, params: Mapping) -> list[int]:
+        """The sub-spaces with exactly the names of ``params``; raise if none."""
         candidates = self._by_keys.get(frozenset(params))
         if not candidates:
             expected = " or ".join(repr(sorted(b.keys)) for b in self._blocks)
@@ -365,6 +252,10 @@ class SearchSpace:
                 f"parameters {sorted(params)!r} do not match the search space, "
                 f"which expects exactly {expected}"
             )
+        return candidates
+
+    def _locate(self, params: Mapping) -> int:
+        candidates = self._candidates(params)
         for j in candidates:
             block = self._blocks[j]
             if all(d._contains(params[n]) for n, d in zip(block.names, block.dims)):
@@ -600,15 +491,8 @@ class SearchSpace:
             raise ValueError(
                 f"unknown parameter(s) {unknown!r}; the space has {self.names!r}"
             )
-        candidates = self._by_keys.get(frozenset(params))
-        if not candidates:
-            expected = " or ".join(repr(sorted(b.keys)) for b in self._blocks)
-            raise ValueError(
-                f"parameters {sorted(params)!r} do not match the search space, "
-                f"which expects exactly {expected}"
-            )
         problems: list[str] = []
-        for j in candidates:
+        for j in self._candidates(params):
             block = self._blocks[j]
             problems = [
                 f"{name}={params[name]!r} is not in {dim!r}"
