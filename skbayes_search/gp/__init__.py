@@ -1,5 +1,6 @@
 """Gaussian-process core: kernels, exact GP, hyperparameter inference, surrogate."""
 
+from .basis_kernel import BasisKernel
 from .inference import (
     LogPosterior,
     fit_map,
@@ -9,9 +10,10 @@ from .inference import (
     sample_hyperprior,
     slice_sample,
 )
-from .kernels import BasisKernel, Kernel, Matern52, ProductKernel, SumKernel
+from .kernels import Kernel, ProductKernel, SumKernel
 from .model import GaussianProcess
 from .posterior import Posterior
+from .stationary import Matern52
 from .surrogate import GPSurrogate, as_generator
 
 __all__ = [

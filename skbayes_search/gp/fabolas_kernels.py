@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .kernels import BasisKernel, Kernel, Matern52, ProductKernel
+from .basis_kernel import BasisKernel
+from .kernels import Kernel, ProductKernel
+from .stationary import Matern52
 
 __all__ = [
     "FractionAxis",

@@ -16,9 +16,10 @@ from .inference import (
     initial_hyper,
     slice_sample,
 )
-from .kernels import Kernel, Matern52
+from .kernels import Kernel
 from .model import GaussianProcess
 from .posterior import Posterior
+from .stationary import Matern52
 
 __all__ = ["GPSurrogate", "as_generator"]
 

@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from .kernels import Kernel, ProductKernel, StationaryARD, SumKernel, _as_2d
+from .kernels import Kernel, ProductKernel, SumKernel, _as_2d
+from .stationary import StationaryARD
 
 __all__ = [
     "DatasetKernel",
@@ -68,7 +69,7 @@ class SquaredExponential(StationaryARD):
     dims, log_length_bounds, n_dims
         The columns looked at (non-empty, non-negative when given), the
         bounds of every log length scale and the input width when ``dims`` is
-        None; see :class:`~skbayes_search.gp.kernels.StationaryARD`.
+        None; see :class:`~skbayes_search.gp.stationary.StationaryARD`.
     """
 
     # unlike Matern52, empty or negative column lists are refused
