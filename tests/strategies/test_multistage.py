@@ -328,10 +328,14 @@ def test_max_time_in_first_stage_still_gives_full_data_rows(regression_data):
     ).fit(X, y)
     results = search.cv_results_
     stage0, stage1 = _stage_rows(results, 0), _stage_rows(results, 1)
-    assert 3 <= len(stage0) < 500
-    assert len(stage1) == 3
+    # how many first-stage trials fit in the second depends on the machine's
+    # speed; the hand-off must not
+    assert 1 <= len(stage0) < 500
+    assert len(stage1) == min(3, len(stage0))
     assert (results["resource_fraction"][stage1] == 1.0).all()
-    assert [results["params"][i] for i in stage1] == _top_k(results, stage0, 3)
+    assert [results["params"][i] for i in stage1] == _top_k(
+        results, stage0, len(stage1)
+    )
     assert search.best_index_ in stage1
     assert search.stage_best_params_[1] is not None
 
