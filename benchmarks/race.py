@@ -7,11 +7,14 @@ Usage (from the repository root)::
     # a few tasks at a time, hardest first; stop and restart at will
     python -m benchmarks.race --out benchmarks/results/<date>-race \\
         --tasks svc-covertype_75k,svc-connect_4 --resume
-    # the searches now, the untimed refits beside them at low priority
+    # the searches now, the untimed refits beside them on idle CPU only (where
+    # the kernel groups processes by session, plain ``nice`` does not lower a
+    # process below another session's, so lower the whole session's group;
+    # never two refit stages on one task at once: they share its cache file)
     python -m benchmarks.race --out benchmarks/results/<date>-race --resume \\
         --refits skip
-    nice -n 19 python -m benchmarks.race --out benchmarks/results/<date>-race \\
-        --refits only
+    setsid sh -c 'echo 19 > /proc/self/autogroup; exec nice -n 19 \\
+        python -m benchmarks.race --out benchmarks/results/<date>-race --refits only'
     # race.md and race.csv from whatever has run so far
     python -m benchmarks.race --report benchmarks/results/<date>-race
 
@@ -196,8 +199,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=("each", "skip", "only"),
         default="each",
         help="the offline refits: after each task's runs (each), not at all "
-        "(skip: run them later with 'only', for instance niced beside the "
-        "searches, since they are not timed), or only them (only: no search)",
+        "(skip: run them later with 'only', for instance beside the searches "
+        "at the lowest priority, see the module docstring), or only them "
+        "(only: no search)",
     )
     p.add_argument(
         "--timeout-factor",
