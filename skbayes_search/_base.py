@@ -1,5 +1,7 @@
-"""The search base every strategy shares: validation, the ask/tell loop,
-trial evaluation and recording, budgets, failures, best selection, refit."""
+"""The search base every strategy shares: its parameters and their
+constraints, ``fit`` (prepare, resume, search, assemble), the recording of
+each trial, failures, best selection. What ``fit`` fixes before any estimator
+is fitted lives in :mod:`._run_setup`, the final refit in :mod:`._refit`."""
 
 from __future__ import annotations
 
