@@ -165,10 +165,7 @@ class SearchSpace:
         counted once (they encode in the first of them).
         """
         return count_points(
-            [
-                [dict(zip(self._blocks[j].names, self._blocks[j].dims)) for j in group]
-                for group in self._by_keys.values()
-            ]
+            [[self.subspaces[j] for j in group] for group in self._by_keys.values()]
         )
 
     def _check_unit(self, U: Any) -> np.ndarray:
