@@ -42,6 +42,12 @@ def as_generator(random_state: Any) -> np.random.Generator:
     raise ValueError(f"Cannot build a random generator from {random_state!r}.")
 
 
+def _row_keys(X: np.ndarray, y: np.ndarray) -> set[bytes]:
+    """One key per observation: its inputs and its output."""
+    rows = np.ascontiguousarray(np.column_stack([X, y]))
+    return {row.tobytes() for row in rows}
+
+
 class GPSurrogate:
     """Gaussian-process surrogate with hyperparameters integrated out or fixed.
 
@@ -80,8 +86,16 @@ class GPSurrogate:
     n_restarts_refit : int, default=0
         Extra random MAP starts on refits (besides the previous optimum).
     restart_every : int, default=10
-        Every ``restart_every``-th MAP fit also runs ``n_restarts - 1`` random
-        starts.
+        Every ``restart_every``-th MAP optimisation also runs ``n_restarts - 1``
+        random starts.
+    reoptimize_growth : float, default=0.0
+        MAP only: a refit re-optimises the hyperparameters once more than
+        ``reoptimize_growth`` times as many observations as the last
+        optimisation saw are new to it (absent from its data); until then the
+        previous optimum conditions on the new data (one Cholesky
+        factorisation instead of an L-BFGS run, for callers whose proposals
+        would otherwise cost more than their fits). 0 re-optimises on every
+        fit.
     method : {"coordinate", "random"}, default="coordinate"
         Slice-sampling direction scheme.
 
@@ -126,6 +140,7 @@ class GPSurrogate:
         n_restarts: int = 3,
         n_restarts_refit: int = 0,
         restart_every: int = 10,
+        reoptimize_growth: float = 0.0,
         method: str = "coordinate",
     ):
         self.kernel = kernel
@@ -138,6 +153,7 @@ class GPSurrogate:
         self.n_restarts = n_restarts
         self.n_restarts_refit = n_restarts_refit
         self.restart_every = restart_every
+        self.reoptimize_growth = reoptimize_growth
         self.method = method
 
     def _check_params(self) -> None:
@@ -154,6 +170,16 @@ class GPSurrogate:
             v = getattr(self, name)
             if not isinstance(v, numbers.Integral) or v < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {v!r}.")
+        growth = self.reoptimize_growth
+        if (
+            not isinstance(growth, numbers.Real)
+            or isinstance(growth, bool)
+            or not np.isfinite(growth)
+            or growth < 0
+        ):
+            raise ValueError(
+                f"reoptimize_growth must be a non-negative number, got {growth!r}."
+            )
         if self.kernel is not None and not isinstance(self.kernel, Kernel):
             raise TypeError(f"kernel must be a Kernel or None, got {self.kernel!r}.")
 
@@ -188,6 +214,8 @@ class GPSurrogate:
             self._rng = as_generator(self.random_state)
             self._n_dims = X.shape[1]
             self.n_fits_ = 0
+            self._n_optimised = 0
+            self._rows_optimised: set[bytes] = set()
 
         self.y_mean_ = float(np.mean(y))
         std = float(np.std(y))
@@ -210,30 +238,40 @@ class GPSurrogate:
     def _fit_map(
         self, lp: LogPosterior, X: np.ndarray, ys: np.ndarray, first: bool
     ) -> np.ndarray:
+        if not first and self._keeps_hyperparameters(lp):
+            return self.state_[None, :]
         if first:
-            theta, _ = fit_map(
-                self.kernel_,
-                X,
-                ys,
-                rng=self._rng,
-                n_restarts=self.n_restarts,
-                log_posterior=lp,
-            )
+            n_starts, theta0 = self.n_restarts, None
         else:
-            n_starts = 1 + self.n_restarts_refit
-            if (self.n_fits_ + 1) % self.restart_every == 0:
+            n_starts, theta0 = 1 + self.n_restarts_refit, self.state_
+            if (self._n_optimised + 1) % self.restart_every == 0:
                 n_starts = max(n_starts, self.n_restarts)
-            theta, _ = fit_map(
-                self.kernel_,
-                X,
-                ys,
-                rng=self._rng,
-                n_restarts=n_starts,
-                theta0=self.state_,
-                log_posterior=lp,
-            )
+        theta, _ = fit_map(
+            self.kernel_,
+            X,
+            ys,
+            rng=self._rng,
+            n_restarts=n_starts,
+            theta0=theta0,
+            log_posterior=lp,
+        )
+        self._n_optimised += 1
+        if self.reoptimize_growth > 0:
+            self._rows_optimised = _row_keys(self.X_, self.y_)
         self.state_ = theta
         return theta[None, :]
+
+    def _keeps_hyperparameters(self, lp: LogPosterior) -> bool:
+        """Whether a refit on ``(X_, y_)`` keeps the last optimum."""
+        if self.reoptimize_growth <= 0:
+            return False
+        seen = self._rows_optimised
+        n_new = sum(key not in seen for key in _row_keys(self.X_, self.y_))
+        if n_new > self.reoptimize_growth * len(seen):
+            return False
+        # new data can make the old optimum impossible (e.g. a duplicate
+        # input under a noise-free model): then it is re-optimised
+        return bool(np.isfinite(lp(self.state_)))
 
     def _fit_mcmc(self, lp: LogPosterior, first: bool) -> np.ndarray:
         lo, hi = np.asarray(hyper_bounds(self.kernel_)).T

@@ -42,8 +42,14 @@ MIN_RUNGS = 3
 _MAX_MODELLED = 250
 # Best configurations on the base rung whose neighbourhoods seed the search.
 _N_SEEDS = 3
-# Candidates per acquisition maximisation (a proposal must stay cheap).
+# Candidates per acquisition maximisation, and how many of the best are
+# polished by L-BFGS-B: base-rung fits take milliseconds, so a proposal must
+# cost little more than one (doc/strategies/halving.rst, "Proposal cost").
 _N_CANDIDATES = 512
+_N_POLISH = 1
+# The GP's hyperparameters are re-optimised once more than this share of the
+# observations they were fitted on are new; in between they are kept.
+_REOPTIMIZE_GROWTH = 0.25
 
 
 class HalvingBayesSearchCV(BaseBayesSearchCV):
@@ -267,7 +273,9 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             loss_kernel,
             hyperparameter_sampling="map",
             random_state=ctx.seed,
-            restart_every=20,
+            # fresh starts every 5th optimisation: optimisations are rarer
+            restart_every=5,
+            reoptimize_growth=_REOPTIMIZE_GROWTH,
         )
 
     # -- proposing -----------------------------------------------------------------
@@ -433,6 +441,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             exclude=ctx.X(),
             pending=running_x if len(running_x) else None,
             n_candidates=_N_CANDIDATES,
+            n_polish=_N_POLISH,
         )
 
     # -- the end -------------------------------------------------------------------

@@ -114,12 +114,56 @@ def test_surrogate_refit_continues_chain_without_burn_in(monkeypatch):
     np.testing.assert_array_equal(calls[0][2], last)
 
 
+def test_surrogate_map_reoptimises_only_after_enough_new_data(monkeypatch):
+    import skbayes_search.gp.surrogate as surrogate_module
+
+    calls = []
+    original = surrogate_module.fit_map
+
+    def counting(*args, **kwargs):
+        calls.append(args[1].shape[0])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(surrogate_module, "fit_map", counting)
+    X, y = gp_data(50, 2)
+    s = GPSurrogate(
+        hyperparameter_sampling="map", random_state=0, reoptimize_growth=0.25
+    )
+    for n in range(20, 41):
+        s.fit(X[:n], y[:n])
+    # optimised at 20 rows, then whenever more than a quarter of the rows
+    # last optimised on are new: 26 (6 > 5), 33 (7 > 6.5)
+    assert calls == [20, 26, 33]
+    kept = s.state_.copy()
+    # the kept optimum conditions on the new rows: the posterior fits them
+    mean, _ = s.predict(X[33:40])
+    assert s.n_fits_ == 21
+    np.testing.assert_array_equal(s.thetas_[0], kept)
+    np.testing.assert_allclose(mean[0], y[33:40], atol=0.3 * np.ptp(y))
+    # a sliding window counts its new rows, not its size: 5 new rows of 33
+    calls.clear()
+    s.fit(X[5:38], y[5:38])
+    assert calls == []
+    # 12 new rows (33..44) are more than a quarter of 33
+    s.fit(X[14:45], y[14:45])
+    assert calls == [31]
+    # 0 (the default) re-optimises on every fit
+    calls.clear()
+    s0 = GPSurrogate(hyperparameter_sampling="map", random_state=0)
+    for n in (20, 21, 22):
+        s0.fit(X[:n], y[:n])
+    assert calls == [20, 21, 22]
+
+
 def test_surrogate_validation():
     X, y = gp_data(5, 2)
     with pytest.raises(ValueError, match="hyperparameter_sampling"):
         GPSurrogate(hyperparameter_sampling="grid").fit(X, y)
     with pytest.raises(ValueError, match="finite"):
         GPSurrogate().fit(X, np.r_[y[:-1], np.nan])
+    for bad in (-0.1, np.inf, True, "0.2"):
+        with pytest.raises(ValueError, match="reoptimize_growth"):
+            GPSurrogate(reoptimize_growth=bad).fit(X, y)
     # constant y does not break standardisation
     s = GPSurrogate(hyperparameter_sampling="map", random_state=0).fit(X, np.ones(5))
     assert s.y_std_ == 1.0
