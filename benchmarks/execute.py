@@ -55,6 +55,8 @@ def _trials_ours(search: Any) -> list[dict[str, Any]]:
             "params": normalize_params(res["params"][i]),
         }
         row.update({k: float(res[k][i]) for k in extras})
+        if "role" in res:  # what a trial was for: kept for the analysis
+            row["role"] = str(res["role"][i])
         trials.append(row)
     trials.sort(key=lambda r: r["elapsed"])
     return trials

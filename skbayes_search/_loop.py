@@ -142,16 +142,17 @@ class SearchLoop:
             self._expire()
             if time.perf_counter() >= self.ctx.start_time + self._stop_at():
                 # max_time is a promise: running trials are stopped, not
-                # waited for; none of them is recorded
+                # waited for; none of them is recorded, except final ones,
+                # which get the final trials' grace period
                 self._abandon()
-                asking = False
+                break
         final = self.search._finalize(ctx)
         if final:
             self._submit(final)
-            grace = final_deadline(ctx.max_time)
-            while self._running:
-                self._collect(self.workers.wait(self._wait_timeout(grace)))
-                self._expire(final=True)
+        grace = final_deadline(ctx.max_time)
+        while self._running:
+            self._collect(self.workers.wait(self._wait_timeout(grace)))
+            self._expire(final=True)
         raise_if_all_failed(ctx, at_end=True)
 
     # ------------------------------------------------------------------
@@ -300,16 +301,17 @@ class SearchLoop:
             self._finish(tid, outs, now)
 
     def _abandon(self) -> None:
-        """Stop waiting for every running trial; none of them is recorded.
+        """Stop waiting for every running trial but the final ones (see
+        ``Trial.final``); none of those stopped is recorded.
 
         Their fits are left to finish (starting worker processes afresh would
         eat the final trials' grace period); the workers' ``close`` ends any
         still running when the search returns.
         """
         n_splits = self.ctx.n_splits
-        keys = {(tid, k) for tid in self._running for k in range(n_splits)}
+        stopped = [tid for tid, r in self._running.items() if not r.trial.final]
+        keys = {(tid, k) for tid in stopped for k in range(n_splits)}
         self.workers.discard(keys, stop=False)
-        for running in self._running.values():
-            self.ctx.pending.remove(running.trial)
-        self._running.clear()
+        for tid in stopped:
+            self.ctx.pending.remove(self._running.pop(tid).trial)
         self._publish_batch()

@@ -233,14 +233,34 @@ class RungLedger:
             )
         ]
 
-    def _track_incumbent(self, elapsed: float) -> None:
+    def _ranked_incumbents(self) -> list[tuple[bytes, int, float]]:
+        """``(key, rung, score)`` of the incumbent's rivals, best first.
+
+        Configurations on the highest rung reached other than as a hedge,
+        and hedges above it, each at its highest successful rung: a hedge
+        that scores better with more rows is better evidence than the
+        lower rung's best, one that scores worse is not (the first of
+        equal scores, as finished).
+        """
         rungs = self._incumbent_rungs()
         if not rungs:
+            return []
+        ranked, seen = [], set()
+        for k in range(self.rungs.top, rungs[0] - 1, -1):
+            for key, score in self.successes(k):
+                if key not in seen:
+                    seen.add(key)
+                    ranked.append((key, k, score))
+        ranked.sort(key=lambda r: -r[2])  # stable: ties keep the higher rung
+        return ranked
+
+    def _track_incumbent(self, elapsed: float) -> None:
+        ranked = self._ranked_incumbents()
+        if not ranked:
             return
-        # the first of equal scores, as finished
-        key, score = self.successes(rungs[0])[0]
+        key, k, score = ranked[0]
         previous = self.incumbent
-        self.incumbent = (key, rungs[0], score)
+        self.incumbent = (key, k, score)
         # the same configuration and score one rung up is no news
         if previous is None or (previous[0], previous[2]) != (key, score):
             self.incumbent_trajectory.append(
@@ -364,11 +384,13 @@ class RungLedger:
 
     def final_candidate(self) -> bytes | None:
         """The configuration to evaluate on all data when none succeeded
-        there: the incumbent, or if its all-data trial failed the next best
-        on its rung or below."""
+        there: the incumbent, or if its all-data trial failed the next of
+        its rivals, then the best on the rungs below."""
         top = self.rungs.top
+        rivals = [key for key, _, _ in self._ranked_incumbents()]
         for k in self._incumbent_rungs():
-            for key, _ in self.successes(k):
-                if top not in self._done.get(key, ()):
-                    return key
+            rivals += [key for key, _ in self.successes(k)]
+        for key in rivals:
+            if top not in self._done.get(key, ()):
+                return key
         return None

@@ -23,6 +23,10 @@ class Trial:
         Iteration (BO step or stage) recorded in ``cv_results_["iter"]``.
     extras : dict, default={}
         Extra ``cv_results_`` columns for this trial (strategy-specific).
+    final : bool, default=False
+        The search's answer depends on it: when ``max_time`` comes while it
+        runs, it is not stopped with the others but gets the final trials'
+        grace period.
 
     Examples
     --------
@@ -35,6 +39,7 @@ class Trial:
     fraction: float = 1.0
     iter: int = 0
     extras: dict = field(default_factory=dict)
+    final: bool = field(default=False, repr=False)
 
 
 @dataclass

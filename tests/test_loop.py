@@ -21,6 +21,7 @@ from skbayes_search import (
     TradeoffBayesSearchCV,
     TransferBayesSearchCV,
 )
+from skbayes_search._trial import Trial
 
 X, Y = make_regression(n_samples=400, n_features=3, random_state=0)
 
@@ -242,3 +243,43 @@ def test_timeout_with_error_score_raise_raises():
     )
     with pytest.raises(TimeoutError, match="trial_timeout"):
         search.fit(X, Y)
+
+
+class OneFastOneSlow(BayesSearchCV):
+    """Asks for a = 0.5 (instant), then a = 2.0 (hangs), flagged final or not."""
+
+    final = False
+
+    def _ask(self, ctx, n_slots):
+        asked = len(ctx.trials) + len(ctx.pending)
+        if asked >= 2:
+            return []
+        trial = Trial({"a": 0.5 if asked == 0 else 2.0})
+        trial.final = self.final and asked == 1
+        return [trial]
+
+
+class FinalSlow(OneFastOneSlow):
+    final = True
+
+
+@pytest.mark.parametrize("cls", [OneFastOneSlow, FinalSlow])
+def test_a_final_trial_running_at_max_time_gets_the_grace_period(cls):
+    # the slow trial ends 1.3 s after the start: past max_time=1.0, within
+    # its 1 s grace
+    search = cls(
+        Sleepy(hang=1.3),
+        {"a": Categorical([0.5, 2.0])},
+        n_iter=2,
+        cv=2,
+        max_time=1.0,
+        random_state=0,
+    )
+    with parallel_backend("threading", n_jobs=2):
+        search.fit(X, Y)
+    params = [p["a"] for p in search.cv_results_["params"]]
+    if cls.final:
+        assert params == [0.5, 2.0]
+        assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    else:
+        assert params == [0.5]

@@ -84,9 +84,11 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         configuration has been measured on all data, time is kept for the
         incumbent's all-data evaluation (at most half of ``max_time``; none
         when it is predicted not to fit even so) and trials predicted not to
-        fit in the rest are not started; that final evaluation may run 10 %
-        of ``max_time`` (at least 1 s) past it, and if it is stopped there
-        the answer is the best trial on a subset, with a warning.
+        fit in the rest are not started; when only the kept time is left,
+        that evaluation starts, and the search goes on with whatever time
+        it leaves. It may run 10 % of ``max_time`` (at least 1 s) past it,
+        and if it is stopped there the answer is the best trial on a
+        subset, with a warning.
     trial_timeout : float, default=None
         Seconds one trial may run; a trial past it is stopped and recorded as
         failed with the reason (user guide, "Budgets").
@@ -310,7 +312,22 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 ctx.n_splits,
                 ctx.n_jobs_effective,
             )
-        if room <= 0 or seconds <= 0:
+        if room <= 0:
+            return []
+        trials = self._rung_trials(ctx, n_slots, it, room, seconds)
+        if trials or measured:
+            return trials
+        # nothing else fits in the time left but the incumbent's all-data
+        # evaluation: it starts now, and whatever time it leaves goes on
+        # searching
+        return [] if self._top_running(ctx) else self._final_trials(ctx, it)
+
+    def _rung_trials(
+        self, ctx: SearchContext, n_slots: int, it: int, room: int, seconds: float
+    ) -> list[Trial]:
+        """Promotions and new configurations that fit in ``seconds``."""
+        ledger, rungs = self._ledger, self._rungs
+        if seconds <= 0:
             return []
         fits = ledger.fits_in(seconds, ctx.n_splits, ctx.n_jobs_effective)
         busy: dict[bytes, set[int]] = defaultdict(set)
@@ -448,18 +465,34 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     def _finalize(self, ctx: SearchContext) -> list[Trial]:
         ledger, rungs = self._ledger, self._rungs
         ledger.absorb(ctx.trials)
-        if ledger.successes(rungs.top):
+        if ledger.successes(rungs.top) or self._top_running(ctx):
             return []
+        return self._final_trials(ctx, self._n_asks, last=True)
+
+    def _top_running(self, ctx: SearchContext) -> bool:
+        top = self._rungs.top
+        return any(self._rungs.of(t.fraction) == top for t in ctx.pending)
+
+    def _final_trials(
+        self, ctx: SearchContext, it: int, last: bool = False
+    ) -> list[Trial]:
+        """The incumbent's all-data evaluation, by ``_ask`` or (``last``)
+        when the search ends."""
+        ledger, rungs = self._ledger, self._rungs
         if ctx.trials:
             key = ledger.final_candidate()
             if key is None:
                 return []  # every trial failed; the base reports it
             params = ledger.params(key)
+        elif not last:
+            return []
         else:
             # no trial at all (n_iter=1): one random configuration
             x = self._random_points(ctx, ctx.X(), 1)
             params = ctx.space.from_unit(x)[0]
-        return [self._trial(params, rungs.top, self._n_asks, "final")]
+        trial = self._trial(params, rungs.top, it, "final")
+        trial.final = True
+        return [trial]
 
     def _more_results(self, ctx: SearchContext) -> dict[str, list]:
         more = super()._more_results(ctx)

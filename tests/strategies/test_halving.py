@@ -192,6 +192,23 @@ def test_a_hedge_alone_on_a_rung_is_not_the_incumbent():
     assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.9}, 0.05)
 
 
+def test_a_hedge_that_scores_better_higher_up_is_the_incumbent():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = [_record(a, 0, a, "new", rungs) for a in (0.1, 0.2, 0.3)]
+    trials += [_record(0.3, 1, 0.3, "promoted", rungs)]
+    trials += [_record(0.9, 0, 0.1, "probe", rungs)]
+    trials += [_record(0.9, 2, 0.35, "hedge", rungs)]
+    ledger.absorb(trials)
+    # measured on more rows and better than rung 1's best
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.9}, 0.35)
+    assert ledger.params(ledger.final_candidate()) == {"a": 0.9}
+    # its all-data trial failed: the next rival is evaluated instead
+    trials += [_record(0.9, 4, np.nan, "final", rungs)]
+    ledger.absorb(trials)
+    assert ledger.params(ledger.final_candidate()) == {"a": 0.3}
+
+
 def test_asha_bookkeeping(data):
     X, y = data
     search = _search(n_iter=40, n_initial_points=1000, hedge_fraction=0.0).fit(X, y)
@@ -246,6 +263,24 @@ def test_max_time_ends_with_a_measurement_on_all_data(data):
     assert res["resource_fraction"][search.best_index_] == 1.0
     assert np.isfinite(res["mean_test_score"][search.best_index_])
     assert search.incumbent_trajectory_[-1][1] == search.best_params_
+
+
+def test_the_time_kept_for_the_final_evaluation_is_not_left_idle(data):
+    X, y = data
+    # 1 s per split on all data: about 3 s are kept for the final evaluation
+    # (before any promotion gets there); it takes about 2 s, and the search
+    # goes on after it
+    search = _search(n_iter=10_000, max_time=6.0, n_initial_points=1000, delay=1.0)
+    with parallel_backend("threading", n_jobs=1):
+        search.fit(X, y)
+    rows = _rows(search)
+    finals = [i for i, r in enumerate(rows) if r["role"] == "final"]
+    assert len(finals) == 1
+    final = rows[finals[0]]
+    assert final["rung"] == 4 and np.isfinite(final["score"])
+    after = rows[finals[0] + 1 :]
+    assert after and all(r["iter"] > final["iter"] for r in after)
+    assert search.best_index_ == finals[0] or rows[search.best_index_]["rung"] == 4
 
 
 @pytest.mark.parametrize("space", [{}, {"a": [0.2, 0.5, 0.8]}])
