@@ -234,19 +234,23 @@ class RungLedger:
         ]
 
     def _ranked_incumbents(self) -> list[tuple[bytes, int, float]]:
-        """``(key, rung, score)`` of the incumbent's rivals, best first.
+        """``(key, rung, score)`` of the candidates for incumbent, best first.
 
-        Configurations on the highest rung reached other than as a hedge,
-        and hedges above it, each at its highest successful rung: a hedge
-        that scores better with more rows is better evidence than the
-        lower rung's best, one that scores worse is not (the first of
-        equal scores, as finished).
+        Every configuration at its highest successful rung, when that is at
+        least the rung below the highest one reached other than as a hedge
+        (and not below the base rung unless nothing is above it). Validation
+        rows are the same on every rung and learning curves rise, so one that
+        scores better on fewer rows is a better bet than one that scored
+        worse with more (a promoted configuration can drop); further down,
+        the best of many configurations on few rows is mostly luck. Ties go
+        to the higher rung, then to the first finished.
         """
         rungs = self._incumbent_rungs()
         if not rungs:
             return []
+        lowest = max(rungs[0] - 1, min(self.base, rungs[0]))
         ranked, seen = [], set()
-        for k in range(self.rungs.top, rungs[0] - 1, -1):
+        for k in range(self.rungs.top, lowest - 1, -1):
             for key, score in self.successes(k):
                 if key not in seen:
                     seen.add(key)

@@ -192,6 +192,25 @@ def test_a_hedge_alone_on_a_rung_is_not_the_incumbent():
     assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.9}, 0.05)
 
 
+def test_a_configuration_that_drops_higher_up_loses_to_the_rung_below():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = [_record(a, 0, a, "new", rungs) for a in (0.1, 0.2, 0.3, 0.4)]
+    trials += [_record(0.4, 1, 0.45, "promoted", rungs)]
+    trials += [_record(0.3, 1, 0.5, "promoted", rungs)]
+    trials += [_record(0.4, 2, 0.05, "promoted", rungs)]
+    ledger.absorb(trials)
+    # a = 0.4 scored 0.05 on rung 2; a = 0.3 scored 0.5 on rung 1
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.5)
+    assert ledger.params(ledger.final_candidate()) == {"a": 0.3}
+    # two rungs below the highest, a better score is not taken
+    trials += [_record(0.3, 2, 0.45, "promoted", rungs)]
+    trials += [_record(0.3, 3, 0.48, "promoted", rungs)]
+    trials += [_record(0.15, 1, 0.9, "new", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.48)
+
+
 def test_a_hedge_that_scores_better_higher_up_is_the_incumbent():
     rungs = Rungs.geometric(1000, 20, 3)
     ledger = RungLedger(rungs, factor=3)
