@@ -170,9 +170,9 @@ class TrialEvaluator:
         n_splits = len(self.splits)
         return [
             (
-                _fit_and_score,
+                _clone_fit_and_score,
                 dict(
-                    estimator=clone(self.base_estimator),
+                    estimator=self.base_estimator,
                     X=self.X,
                     y=self.y,
                     train=train,
@@ -186,3 +186,13 @@ class TrialEvaluator:
             )
             for k, (train, test) in enumerate(self.subset_splits(fraction))
         ]
+
+
+def _clone_fit_and_score(estimator: Any, **kwargs: Any) -> dict:
+    """scikit-learn's ``_fit_and_score`` on a clone made where the fit runs.
+
+    Cloning in the search's own process costs it a fraction of a millisecond
+    per fold, time that is taken from the workers when fits are that cheap
+    and the two share the cores.
+    """
+    return _fit_and_score(estimator=clone(estimator), **kwargs)
