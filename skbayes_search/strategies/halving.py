@@ -22,34 +22,13 @@ from .._loop import final_deadline
 from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
 from .._validation import min_resources_rows
-from ..acquisition import make_acquisition
-from ..gp import GPSurrogate
-from ..gp.fabolas_kernels import (
-    FractionAxis,
-    error_kind,
-    fabolas_kernels,
-    scores_to_loss,
-)
-from ..optimize import propose_batch
+from ._halving_model import RungModel
 from .bayes import BayesProposer
 
 __all__ = ["HalvingBayesSearchCV"]
 
 #: Fewest rungs (the all-data rung included) for halving; fewer: plain BO.
 MIN_RUNGS = 3
-# Observations the GP is fitted on: its MAP refit grows as n^3 (0.18 s at
-# 300, 1.8 s at 600 on one core).
-_MAX_MODELLED = 250
-# Best configurations on the base rung whose neighbourhoods seed the search.
-_N_SEEDS = 3
-# Candidates per acquisition maximisation, and how many of the best are
-# polished by L-BFGS-B: base-rung fits take milliseconds, so a proposal must
-# cost little more than one (doc/strategies/halving.rst, "Proposal cost").
-_N_CANDIDATES = 512
-_N_POLISH = 1
-# The GP's hyperparameters are re-optimised once more than this share of the
-# observations they were fitted on are new; in between they are kept.
-_REOPTIMIZE_GROWTH = 0.25
 
 
 class HalvingBayesSearchCV(BaseBayesSearchCV):
@@ -269,16 +248,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         self._n_asks = max((t.iter for t in ctx.trials), default=-1) + 1
         if self.fallback_:
             return
-        self._axis = FractionAxis(ctx.n_train, rungs.rows[0])
-        loss_kernel, _ = fabolas_kernels(ctx.space.n_dims)
-        self._gp = GPSurrogate(
-            loss_kernel,
-            hyperparameter_sampling="map",
-            random_state=ctx.seed,
-            # fresh starts every 5th optimisation: optimisations are rarer
-            restart_every=5,
-            reoptimize_growth=_REOPTIMIZE_GROWTH,
-        )
+        self._model = RungModel(ctx.n_train, rungs, ctx.space.n_dims, ctx.seed)
 
     # -- proposing -----------------------------------------------------------------
     def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
@@ -389,7 +359,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         n_gp = sum(by_gp)
         seen = np.vstack([ctx.X(), np.reshape(running, (len(running), n_x))])
         U = self._random_points(ctx, seen, len(hedges) - n_gp)
-        U_gp, v_gp = self._gp_points(ctx, running + list(U), n_gp)
+        U_gp, v_gp = self._model.propose(ctx, self._ledger, running + list(U), n_gp)
         # a finite space nearly exhausted: random points, if any are left
         more = self._random_points(ctx, np.vstack([seen, U, U_gp]), n_gp - len(U_gp))
         from_gp = iter([*zip(U_gp, v_gp), *((x, np.nan) for x in more)])
@@ -407,59 +377,6 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         if n <= 0:
             return np.empty((0, ctx.space.n_dims))
         return ctx.space.sample_unseen(n, ctx.rng, seen)
-
-    def _gp_points(
-        self, ctx: SearchContext, running: list, n: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Maximisers of expected improvement on the base rung, where a new
-        configuration is evaluated and ranked, from a GP over (configuration,
-        subset size) fitted on the trusted rungs' trials; the running
-        configurations and the batch so far enter as Monte Carlo fantasies
-        there."""
-        ledger, rungs, axis = self._ledger, self._rungs, self._axis
-        n_x, base = ctx.space.n_dims, ledger.base
-        if n <= 0 or n_x == 0 or len(ledger.successes(base)) < 2:
-            return np.empty((0, n_x)), np.empty(0)
-        level = np.array([rungs.of(t.fraction) for t in ctx.trials])
-        # the rungs above the base (highest first, then the latest) fill at
-        # most half of the model; the latest base-rung trials the rest
-        above = np.flatnonzero(level > base)
-        above = above[np.lexsort((-above, -level[above]))][: _MAX_MODELLED // 2]
-        at_base = np.flatnonzero(level == base)[::-1]
-        use = np.concatenate([above, at_base[: _MAX_MODELLED - len(above)]])
-        trials = [ctx.trials[i] for i in use]
-        X = ctx.X(trials)
-        scores = ctx.scores(trials)
-        kind = error_kind(scores)
-        loss = scores_to_loss(scores, kind)
-        fractions = np.array([t.fraction for t in trials])
-        self._gp.fit(axis.with_s(X, axis.to_s(fractions)), loss)
-        best_score = ledger.successes(base)[0][1]
-        y_best = float(scores_to_loss(np.array([best_score]), kind)[0])
-        s_base = float(axis.to_s(rungs.fractions[base]))
-
-        def acquisition_for(P: np.ndarray | None) -> Any:
-            pending = None if P is None else axis.with_s(P, s_base)
-            ei = make_acquisition(
-                self._gp, "ei", y_best=y_best, X_pending=pending, rng=ctx.rng
-            )
-            return lambda U: ei(axis.with_s(U, s_base))
-
-        on_base = np.flatnonzero(level[use] == base)
-        best = on_base[np.argsort(loss[on_base], kind="stable")[:_N_SEEDS]]
-        running_x = np.reshape(running, (len(running), n_x))
-        return propose_batch(
-            acquisition_for,
-            n,
-            n_x,
-            rng=ctx.rng,
-            snap=ctx.space.snap,
-            seeds=X[best],
-            exclude=ctx.X(),
-            pending=running_x if len(running_x) else None,
-            n_candidates=_N_CANDIDATES,
-            n_polish=_N_POLISH,
-        )
 
     # -- the end -------------------------------------------------------------------
     def _finalize(self, ctx: SearchContext) -> list[Trial]:
