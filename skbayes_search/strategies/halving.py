@@ -99,7 +99,9 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         Jobs running folds in parallel.
     random_state : int, RandomState instance or None, default=None
         Seeds the subsets, the random configurations, the hedges and the
-        GP; with ``asynchronous=False`` it fixes the sequence of trials.
+        GP; with ``asynchronous=False`` and no ``max_time`` it fixes the
+        sequence of trials (under ``max_time``, which trials fit in the time
+        left is judged from measured fit times, so from the clock).
     error_score : "raise" or float, default=np.nan
         Score of a failed fit; a failed trial is never promoted and the GP
         sees the worst observed loss there.
