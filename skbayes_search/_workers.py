@@ -21,6 +21,8 @@ workers follow joblib's active backend:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
+import queue
 import time
 import uuid
 from collections import deque
@@ -212,6 +214,17 @@ class FutureWorkers(Workers):
 
     def _kill(self) -> None:
         """End the worker processes (running fits with them)."""
+        # Shutting down with kill_workers, loky's manager thread drops the
+        # jobs not yet sent to a worker but then still reads their ids from
+        # its queue: it dies on the first with a KeyError traceback printed
+        # to the user, and leaves its queues behind. With the queue emptied
+        # first it finds nothing to read; the dropped jobs' futures still get
+        # loky's ShutdownExecutorError, so nothing is lost.
+        ids = getattr(self._executor, "_work_ids", None)
+        if ids is not None:
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    ids.get_nowait()
         self._executor.shutdown(wait=True, kill_workers=True)
 
     def close(self) -> None:
