@@ -21,6 +21,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -98,10 +99,22 @@ class Rungs:
         """Training fraction of each rung."""
         return np.asarray(self.rows, dtype=float) / self.n_train
 
+    @cached_property
+    def _log_fractions(self) -> np.ndarray:
+        # read once per finished trial and per proposal for every trial so
+        # far: recomputed each time, the logarithms took a tenth of the
+        # search's own time on 20-row trials
+        return np.log(self.fractions)
+
     def of(self, fraction: float) -> int:
         """The rung nearest (in log rows) to a training fraction."""
-        gap = np.abs(np.log(self.fractions) - math.log(float(fraction)))
+        gap = np.abs(self._log_fractions - math.log(float(fraction)))
         return int(np.argmin(gap))
+
+    def of_many(self, fractions: Sequence[float]) -> np.ndarray:
+        """:meth:`of` of each fraction, as an int array."""
+        logs = np.log(np.asarray(fractions, dtype=float)).reshape(-1, 1)
+        return np.argmin(np.abs(self._log_fractions - logs), axis=1)
 
 
 def _finite(value: Any) -> bool:
@@ -303,10 +316,11 @@ class RungLedger:
     def _cost_table(self) -> tuple[list[float], list[float], list[bytes]]:
         """Fraction, cost and key of every successful trial."""
         fractions, costs, keys = [], [], []
+        ladder = self.rungs.fractions.tolist()
         for k, scores in enumerate(self._scores):
             for key, s in scores.items():
                 if math.isfinite(s):
-                    fractions.append(float(self.rungs.fractions[k]))
+                    fractions.append(ladder[k])
                     costs.append(self._costs[k][key])
                     keys.append(key)
         return fractions, costs, keys

@@ -78,7 +78,7 @@ class RungModel:
         n_x, base = ctx.space.n_dims, ledger.base
         if n <= 0 or n_x == 0 or len(ledger.successes(base)) < 2:
             return np.empty((0, n_x)), np.empty(0)
-        level = np.array([rungs.of(t.fraction) for t in ctx.trials])
+        level = rungs.of_many([t.fraction for t in ctx.trials])
         # the rungs above the base (highest first, then the latest) fill at
         # most half of the model; the latest base-rung trials the rest
         above = np.flatnonzero(level > base)

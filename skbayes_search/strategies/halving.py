@@ -415,7 +415,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
 
     def _more_results(self, ctx: SearchContext) -> dict[str, list]:
         more = super()._more_results(ctx)
-        more["rung"] = [self._rungs.of(t.fraction) for t in ctx.trials]
+        more["rung"] = self._rungs.of_many([t.fraction for t in ctx.trials]).tolist()
         return more
 
     def _select_best(self, results: dict, refit_metric: str) -> int:
