@@ -181,6 +181,9 @@ class RungLedger:
         self._done: dict[bytes, set[int]] = defaultdict(set)
         self._pairs: list[tuple[bytes, int, float]] = []
         self._n_seen = 0
+        # (fractions, costs, keys) of the successful trials, rebuilt only
+        # after new trials: it is read at every proposal
+        self._table: tuple[list[float], list[float], list[bytes]] | None = None
         self.base = 0
         self.base_trajectory: list[tuple[float, int]] = [(0.0, 0)]
         self.agreements: dict[int, Agreement] = {}
@@ -192,6 +195,7 @@ class RungLedger:
         """Read the trials finished since the last call (records in order)."""
         for t in trials[self._n_seen :]:
             key, k = t.x.tobytes(), self.rungs.of(t.fraction)
+            self._table = None
             score = math.nan if t.failed else float(t.score)
             score = score if math.isfinite(score) else math.nan
             self._scores[k][key] = score
@@ -314,7 +318,10 @@ class RungLedger:
         ]
 
     def _cost_table(self) -> tuple[list[float], list[float], list[bytes]]:
-        """Fraction, cost and key of every successful trial."""
+        """Fraction, cost and key of every successful trial (not to be
+        modified: the lists are kept until the next trial is read)."""
+        if self._table is not None:
+            return self._table
         fractions, costs, keys = [], [], []
         ladder = self.rungs.fractions.tolist()
         for k, scores in enumerate(self._scores):
@@ -323,7 +330,8 @@ class RungLedger:
                     fractions.append(ladder[k])
                     costs.append(self._costs[k][key])
                     keys.append(key)
-        return fractions, costs, keys
+        self._table = fractions, costs, keys
+        return self._table
 
     def seconds_allowed(
         self,
@@ -359,8 +367,10 @@ class RungLedger:
         new one) on that rung is predicted to take at most ``seconds``,
         scaling its own cost (or, for a new one, the median cost of the
         highest rung below with a success) along the fitted cost curve."""
+        if not math.isfinite(seconds):
+            return lambda key, k: True
         fractions, costs, _ = self._cost_table()
-        if not math.isfinite(seconds) or not costs:
+        if not costs:
             return lambda key, k: True
         c0, curve = cost_curve(fractions, costs)
         ladder = self.rungs.fractions
