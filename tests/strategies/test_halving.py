@@ -161,6 +161,20 @@ def test_rungs_are_geometric_and_end_on_all_data():
     assert [rungs.of(f) for f in rungs.fractions] == list(range(5))
 
 
+def test_many_fractions_map_to_the_rungs_one_at_a_time_would():
+    rungs = Rungs.geometric(5000, 20, 3)
+    # the rungs themselves, points between them (some on the geometric
+    # midpoint, where rounding decides) and fractions outside the ladder
+    mids = np.sqrt(rungs.fractions[1:] * rungs.fractions[:-1])
+    rng = np.random.default_rng(0)
+    fractions = np.concatenate(
+        [rungs.fractions, mids, rng.uniform(1e-4, 1.0, 200), [1e-6, 1.0]]
+    )
+    expected = [rungs.of(f) for f in fractions]
+    assert rungs.of_many(fractions).tolist() == expected
+    assert rungs.of_many([]).tolist() == []
+
+
 def _record(a, rung, score, role, rungs):
     return TrialRecord(
         params={"a": a},
