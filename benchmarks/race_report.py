@@ -252,10 +252,13 @@ def build(
         lacking = missing(cells[(task, budget)], [*methods, recommended])
         if all(c["runs"] == 0 for c in cells[(task, budget)].values()):
             txt = ["no records yet", "", ""]
-        elif lacking:
-            txt = ["incomplete: " + ", ".join(lacking), "", ""]
         else:
-            txt = [f"{checks[k][0]}: {checks[k][1]}" for k in ("a", "b", "c")]
+            txt = [
+                f"{checks[k][0]}: {checks[k][1]}"
+                if checks[k][0] != INCOMPLETE
+                else "incomplete: " + ", ".join(lacking)
+                for k in ("a", "b", "c")
+            ]
             if task not in counted_tasks:
                 txt[1:] = [f"({t})" for t in txt[1:]]
         lines.append(f"| {task} | {budget:g} | " + " | ".join(txt) + " |")

@@ -18,8 +18,12 @@ The targets, each met, missed or incomplete:
     median) on at least 6 of the 8 SVC tasks.
 
 A task and budget counts only when every method has a record for every seed
-and every incumbent has been refit (the target itself depends on all of
-them); otherwise it is incomplete, never met. A run that failed, or ended
+and the refits it reads are done: for (a) each run's final incumbent; for (b)
+and (c) every incumbent, since the target depends on all of them. Otherwise
+it is incomplete, never met, with one exception: pending refits can only add
+test scores, so the target can only rise, and a run whose incumbents are all
+refit and never reached it never will; when that holds for most of the
+default's seeds, (b) and (c) are missed already. A run that failed, or ended
 without an incumbent, is a finished result: no final accuracy (worst) and
 never at the target.
 """
@@ -101,6 +105,8 @@ def summarise(rows: list[dict], seeds: Sequence[int]) -> dict[str, Any]:
         "expected": len(seeds),
         "complete": len(mine) == len(seeds) and all(r["scored"] for r in mine),
         "refits_pending": sum(not r["scored"] for r in mine),
+        "finals_pending": sum(bool(np.isnan(r["final"])) for r in mine),
+        "scored": [r["scored"] for r in mine],
         **{
             key: [r[key] for r in mine]
             for key in (
@@ -121,9 +127,12 @@ def _median(values: list[float]) -> float:
     return median_spread(values)[0]
 
 
-def missing(cells: dict[str, dict], methods: Sequence[str]) -> list[str]:
+def missing(
+    cells: dict[str, dict], methods: Sequence[str], refits: str = "all"
+) -> list[str]:
     """What one task and budget still lacks: runs without a record, refits
-    not done; empty when complete."""
+    not done (``refits``: ``"all"``, only the ``"finals"``, or ``"none"``);
+    empty when complete."""
     out = []
     for m in dict.fromkeys(methods):
         cell = cells.get(m)
@@ -131,8 +140,10 @@ def missing(cells: dict[str, dict], methods: Sequence[str]) -> list[str]:
             out.append(f"{m} no runs")
         elif cell["runs"] < cell["expected"]:
             out.append(f"{m} {cell['runs']}/{cell['expected']} runs")
-        elif cell["refits_pending"]:
+        elif refits == "all" and cell["refits_pending"]:
             out.append(f"{m} refits pending")
+        elif refits == "finals" and cell["finals_pending"]:
+            out.append(f"{m} final refits pending")
     return out
 
 
@@ -148,7 +159,7 @@ def final_accuracy_check(
     cells: dict[str, dict], methods: Sequence[str], recommended: str
 ) -> tuple[str, str]:
     """(a) on one task and budget: verdict and the figures behind it."""
-    if missing(cells, [*methods, recommended]):
+    if missing(cells, [*methods, recommended], refits="finals"):
         return INCOMPLETE, ""
     ours = _median(cells[recommended]["final"])
     best, who = max(
@@ -170,7 +181,18 @@ def sooner_check(
     whether the median time to target is at least ``factor`` times sooner
     than ``peer``'s (a default that never reaches the target never is)."""
     if missing(cells, [*methods, recommended, peer]):
-        return INCOMPLETE, ""
+        if missing(cells, [*methods, recommended, peer], refits="none"):
+            return INCOMPLETE, ""
+        cell = cells[recommended]
+        settled = sum(
+            done and not np.isfinite(t) for done, t in zip(cell["scored"], cell["ttt"])
+        )
+        if 2 * settled <= cell["expected"]:
+            return INCOMPLETE, ""
+        return MISSED, (
+            f"never ({settled} of {cell['expected']} runs fully refit, none at "
+            "the target; other refits pending)"
+        )
     ours = _median(cells[recommended]["ttt"])
     theirs = _median(cells[peer]["ttt"])
     ratio = theirs / ours if ours > 0 else math.inf

@@ -447,7 +447,10 @@ def test_race_final_accuracy_target_allows_three_tenths_of_a_point():
     cells = _task_cells()
     cells["bayes"] = _cell([0.99] * 2, [1.0] * 2)  # a seed still to run
     assert final_accuracy_check(cells, _RACE, "hb")[0] == INCOMPLETE
-    cells["bayes"] = _cell([0.99] * 3, [1.0] * 3, scored=False)  # refits pending
+    # earlier incumbents' refits pending: the final answers decide (a)
+    cells["bayes"] = _cell([0.99] * 3, [1.0] * 3, scored=False)
+    assert final_accuracy_check(cells, _RACE, "hb")[0] == MISSED
+    cells["bayes"] = _cell([0.99, math.nan, 0.99], [1.0] * 3, scored=False)
     assert final_accuracy_check(cells, _RACE, "hb")[0] == INCOMPLETE
     del cells["bayes"]
     assert final_accuracy_check(cells, _RACE, "hb")[0] == INCOMPLETE
@@ -467,6 +470,28 @@ def test_race_time_to_target_targets():
     # never reaching the target is never sooner, even than a peer that never did
     inf = math.inf
     assert check("halving", 1.0, ours_ttt=inf, halving_ttt=inf) == MISSED
+
+
+def test_race_time_to_target_is_settled_when_most_runs_never_reach_it():
+    from benchmarks.race_targets import INCOMPLETE, MISSED, sooner_check
+
+    # pending refits can only raise the target: a fully refit run that never
+    # reached it never will
+    inf = math.inf
+    cells = _task_cells()
+    cells["fabolas"] = _cell([0.90] * 3, [30.0] * 3, scored=False)
+    cells["hb"] = _cell([0.90] * 3, [inf, inf, 5.0])
+    verdict, text = sooner_check(cells, _RACE, "hb", "halving", 1.0)
+    assert verdict == MISSED and "2 of 3" in text
+    # one settled never of three is not a median
+    cells["hb"] = _cell([0.90] * 3, [inf, 5.0, 5.0])
+    assert sooner_check(cells, _RACE, "hb", "halving", 1.0)[0] == INCOMPLETE
+    # unsettled nevers (their own refits pending) decide nothing
+    cells["hb"] = _cell([0.90] * 3, [inf] * 3, scored=False)
+    assert sooner_check(cells, _RACE, "hb", "halving", 1.0)[0] == INCOMPLETE
+    # a run still to come decides nothing either
+    cells["hb"] = _cell([0.90] * 2, [inf] * 2)
+    assert sooner_check(cells, _RACE, "hb", "halving", 1.0)[0] == INCOMPLETE
 
 
 def test_race_verdicts_count_incomplete_tasks_as_unknown_never_as_met():
