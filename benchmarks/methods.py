@@ -194,6 +194,18 @@ METHODS: dict[str, Method] = {
             _ours("HalvingBayesSearchCV", n_iter=_TIME_BOUND_N_ITER),
         ),
         Method(
+            "halving-bayes-hyperband",
+            True,
+            "skbayes_search.HalvingBayesSearchCV, start_rungs='hyperband'",
+            ("skbayes_search",),
+            "HalvingBayesSearchCV",
+            _ours(
+                "HalvingBayesSearchCV",
+                n_iter=_TIME_BOUND_N_ITER,
+                start_rungs="hyperband",
+            ),
+        ),
+        Method(
             "bayes",
             True,
             "skbayes_search.BayesSearchCV (GP-EI-MCMC, full data)",

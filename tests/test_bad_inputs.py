@@ -161,6 +161,13 @@ SPECIFIC = {
         ("n_initial_points", {"n_initial_points": 0}, None, ValueError, ["n_ini"]),
         ("random_fraction", {"random_fraction": 2.0}, None, ValueError, ["random_f"]),
         ("hedge_fraction", {"hedge_fraction": -0.5}, None, ValueError, ["hedge_f"]),
+        (
+            "start_rungs",
+            {"start_rungs": "top"},
+            None,
+            ValueError,
+            ["start_rungs", "base", "hyperband"],
+        ),
     ],
     "tradeoff": [
         ("fractions=0", {"fractions": (0.0, 1.0)}, None, ValueError, ["fractions"]),

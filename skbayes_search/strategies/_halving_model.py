@@ -67,16 +67,23 @@ class RungModel:
         )
 
     def propose(
-        self, ctx: SearchContext, ledger: RungLedger, running: list, n: int
+        self,
+        ctx: SearchContext,
+        ledger: RungLedger,
+        running: list,
+        n: int,
+        rung: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Maximisers of expected improvement on the base rung, where a new
-        configuration is evaluated and ranked, from a GP over (configuration,
-        subset size) fitted on the trusted rungs' trials; the running
-        configurations and the batch so far enter as Monte Carlo fantasies
-        there."""
+        """Maximisers of expected improvement on the rung where the new
+        configurations start and are ranked (default: the base rung), from a
+        GP over (configuration, subset size) fitted on the trusted rungs'
+        trials; the running configurations and the batch so far enter as
+        Monte Carlo fantasies there. None while that rung has fewer than two
+        successes to measure an improvement against."""
         rungs, axis = self.rungs, self.axis
         n_x, base = ctx.space.n_dims, ledger.base
-        if n <= 0 or n_x == 0 or len(ledger.successes(base)) < 2:
+        start = base if rung is None else int(rung)
+        if n <= 0 or n_x == 0 or len(ledger.successes(start)) < 2:
             return np.empty((0, n_x)), np.empty(0)
         level = rungs.of_many([t.fraction for t in ctx.trials])
         # the rungs above the base (highest first, then the latest) fill at
@@ -92,19 +99,19 @@ class RungModel:
         loss = scores_to_loss(scores, kind)
         fractions = np.array([t.fraction for t in trials])
         self.gp.fit(axis.with_s(X, axis.to_s(fractions)), loss)
-        best_score = ledger.successes(base)[0][1]
+        best_score = ledger.successes(start)[0][1]
         y_best = float(scores_to_loss(np.array([best_score]), kind)[0])
-        s_base = float(axis.to_s(rungs.fractions[base]))
+        s_start = float(axis.to_s(rungs.fractions[start]))
 
         def acquisition_for(P: np.ndarray | None) -> Any:
-            pending = None if P is None else axis.with_s(P, s_base)
+            pending = None if P is None else axis.with_s(P, s_start)
             ei = make_acquisition(
                 self.gp, "ei", y_best=y_best, X_pending=pending, rng=ctx.rng
             )
-            return lambda U: ei(axis.with_s(U, s_base))
+            return lambda U: ei(axis.with_s(U, s_start))
 
-        on_base = np.flatnonzero(level[use] == base)
-        best = on_base[np.argsort(loss[on_base], kind="stable")[:_N_SEEDS]]
+        on_start = np.flatnonzero(level[use] == start)
+        best = on_start[np.argsort(loss[on_start], kind="stable")[:_N_SEEDS]]
         running_x = np.reshape(running, (len(running), n_x))
         return propose_batch(
             acquisition_for,

@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV, shared_params
 from .._loop import final_deadline
-from .._rungs import RungLedger, Rungs
+from .._rungs import RungLedger, Rungs, hyperband_shares
 from .._trial import SearchContext, Trial
 from .._validation import min_resources_rows
 from ._halving_model import RungModel
@@ -92,6 +92,15 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         Share of new configurations that are drawn at random and start two
         rungs above the base rung, each with a probe on the base rung; 0
         never doubts the base rung.
+    start_rungs : {"base", "hyperband"}, default="base"
+        Where new configurations start. ``"base"``: all on the base rung.
+        ``"hyperband"``: on the base rung or above it, drawn with the shares
+        Hyperband gives its brackets (about the same budget for each start;
+        with 6 rungs from the base up, 59 % start on the base rung and 1.5 %
+        on the one below all data), each proposed by the model's expected
+        improvement on its own start rung. A configuration that small subsets
+        rank low can then still be measured on many rows, at the price of
+        fewer configurations tried.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -183,6 +192,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         "n_initial_points": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
         "hedge_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
+        "start_rungs": [StrOptions({"base", "hyperband"})],
     }
 
     def __init__(
@@ -199,6 +209,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         n_initial_points: int = 10,
         random_fraction: float = 0.2,
         hedge_fraction: float = 0.2,
+        start_rungs: str = "base",
         scoring: Any = None,
         n_jobs: int | None = None,
         refit: bool | str | Any = True,
@@ -217,6 +228,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         self.n_initial_points = n_initial_points
         self.random_fraction = random_fraction
         self.hedge_fraction = hedge_fraction
+        self.start_rungs = start_rungs
 
     # -- setup -------------------------------------------------------------------
     def _check_strategy_params(self, ctx: SearchContext) -> None:
@@ -307,11 +319,14 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         for t, x in zip(ctx.pending, running):
             busy[x.tobytes()].add(rungs.of(t.fraction))
         trials: list[Trial] = []
-        hedges: list[bool] = []
+        # per new configuration: the rung it starts on, and whether it is a
+        # hedge (then with a probe on the base rung: two trials)
+        starts: list[tuple[int, bool]] = []
         base = ledger.base
         hedge_rung = min(base + 2, rungs.top)
         for _ in range(n_slots):
-            if len(trials) + len(hedges) + sum(hedges) >= room:
+            n_used = len(trials) + sum(2 if h else 1 for _, h in starts)
+            if n_used >= room:
                 break
             promotion = ledger.promotion(busy, fits)
             if promotion is not None:
@@ -321,21 +336,39 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 running.append(x)
                 trials.append(self._trial(ledger.params(key), k, it, "promoted"))
                 continue
-            n_used = len(trials) + len(hedges) + sum(hedges)
-            hedges.append(
-                hedge_rung > base
-                and n_used + 2 <= room
-                and fits(None, hedge_rung)
-                and bool(ctx.rng.random() < self.hedge_fraction)
+            k = self._start_rung(ctx, base, fits)
+            if k is None:
+                break
+            starts.append(
+                (
+                    k,
+                    k == base
+                    and hedge_rung > base
+                    and n_used + 2 <= room
+                    and fits(None, hedge_rung)
+                    and bool(ctx.rng.random() < self.hedge_fraction),
+                )
             )
-        if hedges and fits(None, base):
-            for x, value, hedge in self._new_configurations(ctx, running, hedges):
-                params = ctx.space.from_unit(x[None, :])[0]
-                role = "probe" if hedge else "new"
-                trials.append(self._trial(params, base, it, role, value))
-                if hedge:
-                    trials.append(self._trial(params, hedge_rung, it, "hedge", value))
+        for x, value, (k, hedge) in self._new_configurations(ctx, running, starts):
+            params = ctx.space.from_unit(x[None, :])[0]
+            role = "probe" if hedge else "new"
+            trials.append(self._trial(params, k, it, role, value))
+            if hedge:
+                trials.append(self._trial(params, hedge_rung, it, "hedge", value))
         return trials
+
+    def _start_rung(self, ctx: SearchContext, base: int, fits: Any) -> int | None:
+        """The rung a new configuration starts on: the base, or with
+        ``start_rungs="hyperband"`` a rung drawn as Hyperband fills its
+        brackets (the highest that fits in the time left if the draw does
+        not); None when not even the base rung fits."""
+        k = base
+        if self.start_rungs == "hyperband" and base < self._rungs.top:
+            shares = hyperband_shares(self._rungs.top - base + 1, self.factor)
+            k = base + int(ctx.rng.choice(len(shares), p=shares))
+        while k >= base and not fits(None, k):
+            k -= 1
+        return k if k >= base else None
 
     def _trial(
         self, params: dict, k: int, it: int, role: str, value: float = np.nan
@@ -345,32 +378,43 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         return Trial(dict(params), fraction, iter=it, extras=extras)
 
     def _new_configurations(
-        self, ctx: SearchContext, running: list, hedges: list[bool]
-    ) -> list[tuple[np.ndarray, float, bool]]:
-        """``(unit-cube point, acquisition value or nan, hedge)`` of unseen
-        configurations, one per slot while the space lasts. Hedges are always
-        random: their probe pairs must not be chosen by a model of the very
-        rungs they test."""
+        self, ctx: SearchContext, running: list, starts: list[tuple[int, bool]]
+    ) -> list[tuple[np.ndarray, float, tuple[int, bool]]]:
+        """``(unit-cube point, acquisition value or nan, (rung, hedge))`` of
+        unseen configurations, one per start while the space lasts. Hedges
+        are always random: their probe pairs must not be chosen by a model of
+        the very rungs they test. The model proposes for each start rung by
+        its expected improvement there."""
         n_x = ctx.space.n_dims
         modelled = ctx.n_succeeded() >= self.n_initial_points
-        draws = ctx.rng.random(len(hedges))
+        draws = ctx.rng.random(len(starts))
         by_gp = [
             modelled and not h and d >= self.random_fraction
-            for h, d in zip(hedges, draws)
+            for (_, h), d in zip(starts, draws)
         ]
-        n_gp = sum(by_gp)
         seen = np.vstack([ctx.X(), np.reshape(running, (len(running), n_x))])
-        U = self._random_points(ctx, seen, len(hedges) - n_gp)
-        U_gp, v_gp = self._model.propose(ctx, self._ledger, running + list(U), n_gp)
-        # a finite space nearly exhausted: random points, if any are left
-        more = self._random_points(ctx, np.vstack([seen, U, U_gp]), n_gp - len(U_gp))
-        from_gp = iter([*zip(U_gp, v_gp), *((x, np.nan) for x in more)])
+        U = self._random_points(ctx, seen, len(starts) - sum(by_gp))
+        taken = running + list(U)
+        from_gp: dict[int, Any] = {}
+        for k in sorted({k for (k, _), gp in zip(starts, by_gp) if gp}):
+            n_k = sum(gp and s[0] == k for s, gp in zip(starts, by_gp))
+            U_gp, v_gp = self._model.propose(ctx, self._ledger, taken, n_k, rung=k)
+            taken += list(U_gp)
+            # a rung the model cannot rate yet, or a finite space nearly
+            # exhausted: random points, if any are left
+            more = self._random_points(
+                ctx,
+                np.vstack([seen, np.reshape(taken, (len(taken), n_x))]),
+                n_k - len(U_gp),
+            )
+            taken += list(more)
+            from_gp[k] = iter([*zip(U_gp, v_gp), *((x, np.nan) for x in more)])
         at_random = iter((x, np.nan) for x in U)
         out = []
-        for hedge, gp in zip(hedges, by_gp):
-            point = next(from_gp if gp else at_random, None)
+        for start, gp in zip(starts, by_gp):
+            point = next(from_gp[start[0]] if gp else at_random, None)
             if point is not None:
-                out.append((point[0], float(point[1]), hedge))
+                out.append((point[0], float(point[1]), start))
         return out
 
     def _random_points(

@@ -396,6 +396,35 @@ def test_crossing_curves_raise_the_base_rung(data):
     assert search.cv_results_["resource_fraction"][search.best_index_] == 1.0
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_hyperband_starts_measure_what_small_subsets_rank_low(data, seed):
+    # without hedges nothing doubts the two lowest rungs, which rank the
+    # configurations backwards: starting on the base rung only, the answer
+    # is their best (a = 0.2); starting some configurations higher, as
+    # Hyperband's brackets do, finds the best on all data (a = 0.8)
+    X, y = data
+    kw = dict(crossing=True, n_iter=60, n_initial_points=5, hedge_fraction=0.0)
+    base = _search(**kw, random_state=seed).fit(X, y)
+    assert all(r["rung"] == 0 for r in _rows(base) if r["role"] == "new")
+    assert abs(base.best_params_["a"] - 0.2) < 0.1
+
+    search = _search(**kw, start_rungs="hyperband", random_state=seed).fit(X, y)
+    rows = _rows(search)
+    new = [r for r in rows if r["role"] == "new"]
+    above = [r for r in new if r["rung"] > 0]
+    # Hyperband's shares for 5 rungs: 60 % on the lowest, 40 % above it
+    assert 0.15 * len(new) <= len(above) <= 0.75 * len(new)
+    # the model proposes on the rung a configuration starts on
+    proposed = search.cv_results_["acquisition_value"]
+    started_above = [
+        i for i, r in enumerate(rows) if r["role"] == "new" and r["rung"] > 0
+    ]
+    assert any(np.isfinite(proposed[i]) for i in started_above)
+    assert abs(search.best_params_["a"] - 0.8) < 0.15
+    assert search.cv_results_["resource_fraction"][search.best_index_] == 1.0
+    _assert_asha_rules(search)
+
+
 def test_tied_rungs_are_skipped(data):
     # on the two lowest rungs every configuration scores alike: nothing to
     # choose from there, so new configurations start on the third
