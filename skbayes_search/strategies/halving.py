@@ -94,11 +94,11 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         never doubts the base rung.
     start_rungs : {"base", "hyperband"}, default="base"
         Where new configurations start. ``"base"``: all on the base rung.
-        ``"hyperband"``: on the base rung or above it, drawn with the shares
-        Hyperband gives its brackets (about the same budget for each start;
-        with 6 rungs from the base up, 59 % start on the base rung and 1.5 %
-        on the one below all data), each proposed by the model's expected
-        improvement on its own start rung. A configuration that small subsets
+        ``"hyperband"``: on the base rung or above it (below all data),
+        drawn with the shares Hyperband gives its brackets (about the same
+        budget for each start; with 6 such rungs, 59 % start on the base rung
+        and 1.5 % on the one below all data), each proposed by the model's
+        expected improvement on its own start rung. A configuration that small subsets
         rank low can then still be measured on many rows, at the price of
         fewer configurations tried.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
@@ -363,8 +363,10 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         brackets (the highest that fits in the time left if the draw does
         not); None when not even the base rung fits."""
         k = base
-        if self.start_rungs == "hyperband" and base < self._rungs.top:
-            shares = hyperband_shares(self._rungs.top - base + 1, self.factor)
+        # not on the top rung: a configuration there would count as measured
+        # on all data and take the incumbent's own all-data evaluation away
+        if self.start_rungs == "hyperband" and base < self._rungs.top - 1:
+            shares = hyperband_shares(self._rungs.top - base, self.factor)
             k = base + int(ctx.rng.choice(len(shares), p=shares))
         while k >= base and not fits(None, k):
             k -= 1
