@@ -196,6 +196,8 @@ class RungLedger:
         self._scores: list[dict[bytes, float]] = [{} for _ in range(n)]
         self._costs: list[dict[bytes, float]] = [{} for _ in range(n)]
         self._roles: list[dict[bytes, str]] = [{} for _ in range(n)]
+        # per rung, configuration key -> index of its trial in the order read
+        self._rows: list[dict[bytes, int]] = [{} for _ in range(n)]
         # per rung, the configurations that started there at random
         self._random: list[set[bytes]] = [set() for _ in range(n)]
         self._params: dict[bytes, dict] = {}
@@ -214,8 +216,9 @@ class RungLedger:
     # -- reading the trials --------------------------------------------------
     def absorb(self, trials: Sequence[Any]) -> None:
         """Read the trials finished since the last call (records in order)."""
-        for t in trials[self._n_seen :]:
+        for row, t in enumerate(trials[self._n_seen :], start=self._n_seen):
             key, k = t.x.tobytes(), self.rungs.of(t.fraction)
+            self._rows[k][key] = row
             self._table = None
             score = math.nan if t.failed else float(t.score)
             score = score if math.isfinite(score) else math.nan
@@ -281,8 +284,13 @@ class RungLedger:
         scores better on fewer rows is a better bet than one that scored
         worse with more (a promoted configuration can drop); further down,
         the best of many configurations on few rows is mostly luck. Ties go
-        to the higher rung, then to the first finished.
+        to the higher rung, then to the first finished. Once a trial on all
+        data has succeeded, only those count: the search's answer is
+        measured on all data, and the incumbent is what it would return.
         """
+        top = self.rungs.top
+        if self.successes(top):
+            return [(key, top, score) for key, score in self.successes(top)]
         rungs = self._incumbent_rungs()
         if not rungs:
             return []
@@ -313,6 +321,14 @@ class RungLedger:
     def params(self, key: bytes) -> dict:
         """Parameters of a configuration."""
         return dict(self._params[key])
+
+    def incumbent_row(self) -> int | None:
+        """Index of the incumbent's trial in the order the trials were read
+        (None before any trial succeeded)."""
+        if self.incumbent is None:
+            return None
+        key, k, _ = self.incumbent
+        return self._rows[k][key]
 
     def successes(self, k: int) -> list[tuple[bytes, float]]:
         """``(key, score)`` of rung ``k``'s successful trials, best first."""

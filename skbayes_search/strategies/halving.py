@@ -125,15 +125,17 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         ``iter``, ``elapsed_time``, ``rung`` and ``role`` (``"new"``,
         ``"promoted"``, ``"hedge"``, ``"probe"`` or ``"final"``).
     best_index_, best_score_, best_params_ : int, float, dict
-        The best successful trial on all data (with a callable ``refit``,
-        whatever it selects).
+        The best successful trial on all data; with none, the incumbent
+        (below), with a warning; with a callable ``refit``, whatever it
+        selects.
     best_estimator_ : estimator
         Refitted on all data with ``best_params_`` (when ``refit``).
     incumbent_trajectory_ : list of (float, dict, float)
         Whenever the incumbent changes: seconds since ``fit`` started, its
         parameters and its measured score. The incumbent is the best
-        configuration on the highest rung that some configuration reached
-        other than as a hedge.
+        configuration measured on all data; until one is, the best over
+        the highest rung that some configuration reached other than as a
+        hedge and the rung below it. It ends with ``best_params_``.
     base_rung_trajectory_ : list of (float, int)
         Seconds since ``fit`` started and the base rung, from ``(0.0, 0)``
         and at every rise.
@@ -460,26 +462,29 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         return [trial]
 
     def _more_results(self, ctx: SearchContext) -> dict[str, list]:
+        # the answer is chosen next, from the ledger's incumbent: it must
+        # have read the trials that finished after the last proposal
+        self._ledger.absorb(ctx.trials)
         more = super()._more_results(ctx)
         more["rung"] = self._rungs.of_many([t.fraction for t in ctx.trials]).tolist()
         return more
 
     def _select_best(self, results: dict, refit_metric: str) -> int:
-        scores = np.asarray(results[f"mean_test_{refit_metric}"], dtype=float)
-        full = np.asarray(results["resource_fraction"], dtype=float) >= 1.0
-        full &= np.isfinite(scores)
-        if callable(self.refit):
+        # the incumbent: the best on all data, or with no success there the
+        # best over the two highest rungs, never the luckiest of many
+        # configurations on a few rows
+        row = None if callable(self.refit) else self._ledger.incumbent_row()
+        if row is None:
             return super()._select_best(results, refit_metric)
-        if not full.any():
+        if results["resource_fraction"][row] < 1.0:
             warnings.warn(
                 "HalvingBayesSearchCV: no trial on all data succeeded; best_ "
-                "is the best trial on a subset.",
+                "is the incumbent measured on "
+                f"{results['n_resources'][row]} rows.",
                 UserWarning,
                 stacklevel=6,
             )
-            return super()._select_best(results, refit_metric)
-        rows = np.flatnonzero(full)
-        return int(rows[np.argmax(scores[rows])])
+        return int(row)
 
     def _end_search(self, ctx: SearchContext, results: dict) -> None:
         ledger = self._ledger

@@ -63,17 +63,22 @@ class Curves(ClassifierMixin, BaseEstimator):
     """Score rises with the log of the rows; the best ``a`` is 0.8 on at
     least 40 % of the log-row range and, with ``crossing``, 0.2 below it
     (the two lowest rungs: small subsets rank configurations backwards); with
-    ``flat``, every configuration scores the same there (a trivial model)."""
+    ``flat``, every configuration scores the same there (a trivial model);
+    with ``lucky``, configurations with ``a`` above 0.6 score 0.99 on the
+    first rung and every fit on all rows fails."""
 
-    def __init__(self, a=0.5, crossing=False, delay=0.0, flat=False):
+    def __init__(self, a=0.5, crossing=False, delay=0.0, flat=False, lucky=False):
         self.a = a
         self.crossing = crossing
         self.delay = delay
         self.flat = flat
+        self.lucky = lucky
 
     def fit(self, X, y):
         self.rows_ = len(X)
         self.classes_ = np.unique(y)
+        if self.lucky and self.rows_ >= N_ROWS / 2:
+            raise ValueError("no fit on all rows")
         time.sleep(self.delay * self.rows_ / (N_ROWS / 2))
         return self
 
@@ -84,6 +89,8 @@ class Curves(ClassifierMixin, BaseEstimator):
         s = np.log(self.rows_ / MIN_ROWS) / np.log(N_ROWS / 2 / MIN_ROWS)
         if self.flat and s < 0.4:
             return 0.6
+        if self.lucky and s == 0 and self.a > 0.6:
+            return 0.99
         best = 0.2 if self.crossing and s < 0.4 else 0.8
         return 0.7 + 0.1 * s - 0.3 * (self.a - best) ** 2
 
@@ -105,6 +112,7 @@ def _search(**kw):
         crossing=params.pop("crossing", False),
         delay=params.pop("delay", 0.0),
         flat=params.pop("flat", False),
+        lucky=params.pop("lucky", False),
     )
     return HalvingBayesSearchCV(estimator, SPACE, **params)
 
@@ -146,6 +154,8 @@ def _assert_asha_rules(search, factor=3):
     rows = _rows(search)
     pairs = [(r["a"], r["rung"]) for r in rows]
     assert len(set(pairs)) == len(pairs)
+    # the trajectory ends with the answer
+    assert search.incumbent_trajectory_[-1][1] == search.best_params_
     for row in rows:
         if row["role"] != "promoted":
             continue
@@ -232,6 +242,41 @@ def test_a_configuration_that_drops_higher_up_loses_to_the_rung_below():
     trials += [_record(0.15, 1, 0.9, "new", rungs)]
     ledger.absorb(trials)
     assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.48)
+
+
+def test_once_a_trial_on_all_data_succeeds_the_incumbent_is_the_best_there():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = [_record(a, 0, a, "new", rungs) for a in (0.1, 0.2, 0.3)]
+    trials += [_record(0.3, 3, 0.9, "promoted", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.9)
+    trials += [_record(0.2, 4, 0.6, "promoted", rungs)]
+    ledger.absorb(trials)
+    # the search returns the best on all data: so is the incumbent, though
+    # a better score stands one rung below
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.2}, 0.6)
+    assert ledger.incumbent_row() == 4
+
+
+def test_without_all_data_the_answer_is_the_incumbent_not_the_luckiest_small_trial(
+    data,
+):
+    X, y = data
+    # every fit on all rows fails, and a few configurations score
+    # 0.99 on 20 rows: the best there is luck, not the answer
+    search = _search(
+        n_iter=12, n_initial_points=1000, hedge_fraction=0.0, lucky=True, refit=False
+    )
+    with pytest.warns(UserWarning, match="no trial on all data"):
+        search.fit(X, y)
+    rows = _rows(search)
+    assert not any(r["rung"] == 4 and np.isfinite(r["score"]) for r in rows)
+    best = rows[search.best_index_]
+    highest = max(r["rung"] for r in rows if np.isfinite(r["score"]))
+    assert best["rung"] >= highest - 1
+    assert max(rows, key=lambda r: r["score"])["rung"] == 0
+    assert search.incumbent_trajectory_[-1][1] == search.best_params_
 
 
 def test_a_hedge_that_scores_better_higher_up_is_the_incumbent():
