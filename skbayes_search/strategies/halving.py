@@ -97,10 +97,10 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         ``"hyperband"``: on the base rung or above it (below all data),
         drawn with the shares Hyperband gives its brackets (about the same
         budget for each start; with 6 such rungs, 59 % start on the base rung
-        and 1.5 % on the one below all data), each proposed by the model's
-        expected improvement on its own start rung. A configuration that small subsets
-        rank low can then still be measured on many rows, at the price of
-        fewer configurations tried.
+        and 1.5 % on the one below all data). Those above the base rung are
+        drawn at random, as in Hyperband's brackets, so a configuration that
+        small subsets (and a model fitted on them) rank low can still be
+        measured on many rows, at the price of fewer configurations tried.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -387,14 +387,18 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         """``(unit-cube point, acquisition value or nan, (rung, hedge))`` of
         unseen configurations, one per start while the space lasts. Hedges
         are always random: their probe pairs must not be chosen by a model of
-        the very rungs they test. The model proposes for each start rung by
-        its expected improvement there."""
+        the very rungs they test. So are starts above the base rung, as in
+        Hyperband's brackets: they are there for the settings that the rungs
+        below rank low, and a model fitted on those rungs ranks them low too.
+        The model proposes the rest by its expected improvement on the base
+        rung."""
         n_x = ctx.space.n_dims
         modelled = ctx.n_succeeded() >= self.n_initial_points
         draws = ctx.rng.random(len(starts))
+        base = self._ledger.base
         by_gp = [
-            modelled and not h and d >= self.random_fraction
-            for (_, h), d in zip(starts, draws)
+            modelled and not h and k == base and d >= self.random_fraction
+            for (k, h), d in zip(starts, draws)
         ]
         seen = np.vstack([ctx.X(), np.reshape(running, (len(running), n_x))])
         U = self._random_points(ctx, seen, len(starts) - sum(by_gp))
