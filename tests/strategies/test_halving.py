@@ -471,7 +471,9 @@ def test_hyperband_starts_measure_what_small_subsets_rank_low(data, seed):
     proposed = search.cv_results_["acquisition_value"]
     started = [i for i, r in enumerate(rows) if r["role"] == "new"]
     above_base = {
-        i for i in started if rows[i]["rung"] > _base_when_proposed(search, rows, rows[i])
+        i
+        for i in started
+        if rows[i]["rung"] > _base_when_proposed(search, rows, rows[i])
     }
     assert above_base
     assert not any(np.isfinite(proposed[i]) for i in above_base)
