@@ -45,6 +45,12 @@ def _trials_ours(search: Any) -> list[dict[str, Any]]:
     res = search.cv_results_
     n = len(res["params"])
     extras = [k for k in ("tradeoff_score", "predicted_full_score") if k in res]
+    # fit and score seconds summed over the splits, as the searches' cost
+    # models see them: what a time reserve predicted can be checked against
+    seconds = (
+        np.asarray(res["mean_fit_time"], dtype=float)
+        + np.asarray(res["mean_score_time"], dtype=float)
+    ) * search.n_splits_
     trials = []
     for i in range(n):
         row = {
@@ -53,6 +59,7 @@ def _trials_ours(search: Any) -> list[dict[str, Any]]:
             "resource": float(res["n_resources"][i]),
             "fraction": float(res["resource_fraction"][i]),
             "params": normalize_params(res["params"][i]),
+            "seconds": float(seconds[i]),
         }
         row.update({k: float(res[k][i]) for k in extras})
         if "role" in res:  # what a trial was for: kept for the analysis

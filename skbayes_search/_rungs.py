@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 
 from ._cost_model import (
-    RESERVE_MARGIN,
     RESERVE_MAX_SHARE,
     cost_curve,
     reserve_seconds,
@@ -382,10 +381,12 @@ class RungLedger:
 
         While no configuration has been measured on all data: the time left
         less the incumbent's all-data evaluation (at most half of
-        ``max_time``). When that evaluation is predicted, even without its
-        safety margin, to outlast what the search could ever keep for it
-        (half of ``max_time`` plus the ``grace`` the final trial gets past
-        it), keeping time would only shorten the search: nothing is kept.
+        ``max_time``). When that evaluation is predicted, with its safety
+        margin, to outlast what the search could ever keep for it (half of
+        ``max_time`` plus the ``grace`` the final trial gets past it),
+        keeping time would most likely only shorten the search: nothing is
+        kept. (Judged without the margin, the time was kept for SVC fits on
+        tens of thousands of rows whose evaluation never finished in it.)
         """
         if self.incumbent is None or self.successes(self.rungs.top):
             return time_left
@@ -393,7 +394,7 @@ class RungLedger:
         own = [key == self.incumbent[0] for key in keys]
         reserve = reserve_seconds(fractions, costs, own, n_splits, n_jobs)
         most = RESERVE_MAX_SHARE * max_time
-        if reserve / RESERVE_MARGIN > most + grace:
+        if reserve > most + grace:
             return time_left
         return time_left - min(reserve, most)
 

@@ -279,6 +279,37 @@ def test_without_all_data_the_answer_is_the_incumbent_not_the_luckiest_small_tri
     assert search.incumbent_trajectory_[-1][1] == search.best_params_
 
 
+@pytest.mark.parametrize(
+    ("max_time", "kept"),
+    [
+        # the evaluation is predicted at 100 s, 150 s with the margin: half
+        # of max_time plus the grace is 144 s, enough only without the
+        # margin, so nothing is kept and the search uses all its time
+        (240.0, 0.0),
+        # half of 320 s plus the grace is 192 s: the 150 s are kept
+        (320.0, 150.0),
+        (400.0, 150.0),
+    ],
+)
+def test_time_is_kept_for_the_final_evaluation_only_if_it_fits_with_its_margin(
+    max_time, kept
+):
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = []
+    for a, k, score, cost in [(0.1, 0, 0.5, 0.01), (0.3, 3, 0.9, 54.01)]:
+        record = _record(a, k, score, "new", rungs)
+        record.cost = cost
+        trials.append(record)
+    ledger.absorb(trials)
+    # one split on one worker: the fit on 54 % of the rows, scaled to all
+    # rows along a line of slope 1, costs 100 s (the cheapest fit is the
+    # fixed part)
+    grace = 0.1 * max_time
+    left = ledger.seconds_allowed(200.0, max_time, grace, n_splits=1, n_jobs=1)
+    assert left == pytest.approx(200.0 - kept, abs=0.1)
+
+
 def test_a_hedge_that_scores_better_higher_up_is_the_incumbent():
     rungs = Rungs.geometric(1000, 20, 3)
     ledger = RungLedger(rungs, factor=3)
