@@ -385,8 +385,8 @@ class RungLedger:
         margin, to outlast what the search could ever keep for it (half of
         ``max_time`` plus the ``grace`` the final trial gets past it),
         keeping time would most likely only shorten the search: nothing is
-        kept. (Judged without the margin, the time was kept for SVC fits on
-        tens of thousands of rows whose evaluation never finished in it.)
+        kept. The margin counts here too: SVC fits on tens of thousands of
+        rows grow faster than the curve fitted on the smaller subsets says.
         """
         if self.incumbent is None or self.successes(self.rungs.top):
             return time_left
