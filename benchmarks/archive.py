@@ -84,10 +84,10 @@ def restore(folder: Path) -> list[Path]:
         for rel, data in files.items():
             path = folder / bname / rel
             if rel.startswith("refits/") and path.is_file():
-                merged = {**data, **json.loads(path.read_text())}
-                if merged == json.loads(path.read_text()):
+                here = json.loads(path.read_text())
+                data = {**data, **here}
+                if data == here:
                     continue
-                data = merged
             elif path.exists():
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
