@@ -40,7 +40,7 @@ def _budget_dirs(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("budget-*") if p.is_dir())
 
 
-def _is_record(path: Path) -> bool:
+def _archived(path: Path) -> bool:
     return path.suffix == ".json" and not path.name.endswith(".spec.json")
 
 
@@ -54,7 +54,7 @@ def collect(folder: Path) -> dict[str, Any]:
             files["meta.json"] = json.loads(meta.read_text())
         for sub in KEPT:
             for path in sorted((bdir / sub).rglob("*.json")):
-                if not _is_record(path):
+                if not _archived(path):
                     continue
                 data = json.loads(path.read_text())
                 if sub == "runs":

@@ -288,8 +288,9 @@ class RungLedger:
         measured on all data, and the incumbent is what it would return.
         """
         top = self.rungs.top
-        if self.successes(top):
-            return [(key, top, score) for key, score in self.successes(top)]
+        measured = self.successes(top)
+        if measured:
+            return [(key, top, score) for key, score in measured]
         rungs = self._incumbent_rungs()
         if not rungs:
             return []
