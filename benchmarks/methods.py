@@ -206,6 +206,18 @@ METHODS: dict[str, Method] = {
             ),
         ),
         Method(
+            "halving-bayes-neighbours",
+            True,
+            "skbayes_search.HalvingBayesSearchCV, neighbour_fraction=0.5",
+            ("skbayes_search",),
+            "HalvingBayesSearchCV",
+            _ours(
+                "HalvingBayesSearchCV",
+                n_iter=_TIME_BOUND_N_ITER,
+                neighbour_fraction=0.5,
+            ),
+        ),
+        Method(
             "bayes",
             True,
             "skbayes_search.BayesSearchCV (GP-EI-MCMC, full data)",

@@ -43,7 +43,7 @@ from ._fidelity import (
 __all__ = ["ROLES", "RungLedger", "Rungs", "hyperband_shares"]
 
 #: What a trial of the halving search is for (``cv_results_["role"]``).
-ROLES = ("new", "promoted", "hedge", "probe", "final")
+ROLES = ("new", "promoted", "neighbour", "hedge", "probe", "final")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The GP behind HalvingBayesSearchCV's new configurations: one model over
 (configuration, subset size) fitted on the trusted rungs, whose expected
-improvement on the base rung picks what starts there.
+improvement on the base rung picks what starts there, and which new
+configurations it picks and which are random.
 
 Users' page: ``doc/strategies/halving.rst``.
 """
@@ -125,3 +126,63 @@ class RungModel:
             n_candidates=_N_CANDIDATES,
             n_polish=_N_POLISH,
         )
+
+
+def new_configurations(
+    ctx: SearchContext,
+    model: RungModel,
+    ledger: RungLedger,
+    running: list,
+    starts: list[tuple[int, bool]],
+    *,
+    n_initial_points: int,
+    random_fraction: float,
+) -> list[tuple[np.ndarray, float, tuple[int, bool]]]:
+    """``(unit-cube point, acquisition value or nan, (rung, hedge))`` of
+    unseen configurations, one per start while the space lasts. Hedges
+    are always random: their probe pairs must not be chosen by a model of
+    the very rungs they test. So are starts above the base rung, as in
+    Hyperband's brackets: they are there for the settings that the rungs
+    below rank low, and a model fitted on those rungs ranks them low too.
+    After ``n_initial_points`` successes the model proposes the rest by its
+    expected improvement on the base rung, but for a share
+    ``random_fraction`` drawn at random."""
+    n_x = ctx.space.n_dims
+    modelled = ctx.n_succeeded() >= n_initial_points
+    draws = ctx.rng.random(len(starts))
+    base = ledger.base
+    by_gp = [
+        modelled and not h and k == base and d >= random_fraction
+        for (k, h), d in zip(starts, draws)
+    ]
+    seen = np.vstack([ctx.X(), np.reshape(running, (len(running), n_x))])
+    U = random_points(ctx, seen, len(starts) - sum(by_gp))
+    taken = running + list(U)
+    from_gp: dict[int, Any] = {}
+    for k in sorted({k for (k, _), gp in zip(starts, by_gp) if gp}):
+        n_k = sum(gp and s[0] == k for s, gp in zip(starts, by_gp))
+        U_gp, v_gp = model.propose(ctx, ledger, taken, n_k, rung=k)
+        taken += list(U_gp)
+        # a rung the model cannot rate yet, or a finite space nearly
+        # exhausted: random points, if any are left
+        more = random_points(
+            ctx,
+            np.vstack([seen, np.reshape(taken, (len(taken), n_x))]),
+            n_k - len(U_gp),
+        )
+        taken += list(more)
+        from_gp[k] = iter([*zip(U_gp, v_gp), *((x, np.nan) for x in more)])
+    at_random = iter((x, np.nan) for x in U)
+    out = []
+    for start, gp in zip(starts, by_gp):
+        point = next(from_gp[start[0]] if gp else at_random, None)
+        if point is not None:
+            out.append((point[0], float(point[1]), start))
+    return out
+
+
+def random_points(ctx: SearchContext, seen: np.ndarray, n: int) -> np.ndarray:
+    """Up to ``n`` random configurations not among ``seen``."""
+    if n <= 0:
+        return np.empty((0, ctx.space.n_dims))
+    return ctx.space.sample_unseen(n, ctx.rng, seen)

@@ -22,13 +22,17 @@ from .._loop import final_deadline
 from .._rungs import RungLedger, Rungs, hyperband_shares
 from .._trial import SearchContext, Trial
 from .._validation import min_resources_rows
-from ._halving_model import RungModel
+from ..space._unseen import near_unseen
+from ._halving_model import RungModel, new_configurations, random_points
 from .bayes import BayesProposer
 
 __all__ = ["HalvingBayesSearchCV"]
 
 #: Fewest rungs (the all-data rung included) for halving; fewer: plain BO.
 MIN_RUNGS = 3
+#: Standard deviation of a neighbour's move, per unit-cube coordinate: a
+#: factor of about 3 in an RBF SVC's gamma over 1e-4..10.
+_NEIGHBOUR_SCALE = 0.1
 
 
 class HalvingBayesSearchCV(BaseBayesSearchCV):
@@ -92,6 +96,15 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         Share of new configurations that are drawn at random and start two
         rungs above the base rung, each with a probe on the base rung; 0
         never doubts the base rung.
+    neighbour_fraction : float, default=0.0
+        Share of promotions to a rung two or more above the base rung (below
+        all data) that bring a *neighbour*: the promoted configuration with
+        every unit-cube coordinate moved by a normal draw of standard
+        deviation 0.1, started on the rung it climbs to (the explore step of
+        population-based training). The best settings move as rows grow (an
+        RBF SVC's best ``gamma`` rises with the data), and promotions alone
+        only ever carry upwards what smaller rungs favoured; neighbours
+        follow the optimum. 0: none.
     start_rungs : {"base", "hyperband"}, default="base"
         Where new configurations start. ``"base"``: all on the base rung.
         ``"hyperband"``: on the base rung or above it (below all data),
@@ -123,7 +136,8 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     cv_results_ : dict of numpy (masked) ndarrays
         scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
         ``iter``, ``elapsed_time``, ``rung`` and ``role`` (``"new"``,
-        ``"promoted"``, ``"hedge"``, ``"probe"`` or ``"final"``).
+        ``"promoted"``, ``"neighbour"``, ``"hedge"``, ``"probe"`` or
+        ``"final"``).
     best_index_, best_score_, best_params_ : int, float, dict
         The best successful trial on all data; with none, the incumbent
         (below), with a warning; with a callable ``refit``, whatever it
@@ -168,6 +182,10 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     S. Falkner, A. Klein, F. Hutter. BOHB: Robust and Efficient
     Hyperparameter Optimization at Scale. ICML 2018.
 
+    M. Jaderberg, V. Dalibard, S. Osindero, W. M. Czarnecki, J. Donahue,
+    A. Razavi, O. Vinyals, T. Green, I. Dunning, K. Simonyan, C. Fernando,
+    K. Kavukcuoglu. Population Based Training of Neural Networks. 2017.
+
     Examples
     --------
     >>> from sklearn.datasets import make_classification
@@ -194,6 +212,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         "n_initial_points": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
         "hedge_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
+        "neighbour_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
         "start_rungs": [StrOptions({"base", "hyperband"})],
     }
 
@@ -211,6 +230,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         n_initial_points: int = 10,
         random_fraction: float = 0.2,
         hedge_fraction: float = 0.2,
+        neighbour_fraction: float = 0.0,
         start_rungs: str = "base",
         scoring: Any = None,
         n_jobs: int | None = None,
@@ -230,6 +250,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         self.n_initial_points = n_initial_points
         self.random_fraction = random_fraction
         self.hedge_fraction = hedge_fraction
+        self.neighbour_fraction = neighbour_fraction
         self.start_rungs = start_rungs
 
     # -- setup -------------------------------------------------------------------
@@ -337,6 +358,8 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 x = np.frombuffer(key)
                 running.append(x)
                 trials.append(self._trial(ledger.params(key), k, it, "promoted"))
+                if len(trials) < room - sum(2 if h else 1 for _, h in starts):
+                    trials += self._neighbour(ctx, x, k, it, running, fits, key)
                 continue
             k = self._start_rung(ctx, base, fits)
             if k is None:
@@ -351,13 +374,53 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                     and bool(ctx.rng.random() < self.hedge_fraction),
                 )
             )
-        for x, value, (k, hedge) in self._new_configurations(ctx, running, starts):
+        for x, value, (k, hedge) in new_configurations(
+            ctx,
+            self._model,
+            self._ledger,
+            running,
+            starts,
+            n_initial_points=self.n_initial_points,
+            random_fraction=self.random_fraction,
+        ):
             params = ctx.space.from_unit(x[None, :])[0]
             role = "probe" if hedge else "new"
             trials.append(self._trial(params, k, it, role, value))
             if hedge:
                 trials.append(self._trial(params, hedge_rung, it, "hedge", value))
         return trials
+
+    def _neighbour(
+        self,
+        ctx: SearchContext,
+        x: np.ndarray,
+        k: int,
+        it: int,
+        running: list,
+        fits: Any,
+        key: bytes,
+    ) -> list[Trial]:
+        """With probability ``neighbour_fraction``, a new configuration near
+        a promoted one, on the rung it climbs to if that is two or more above
+        the base rung and below all data, and if its cost, taken as the
+        promoted one's, fits."""
+        # not on the top rung: one all-data trial is the answer's evaluation,
+        # the time kept for it covers one; not on the rung above the base,
+        # where the model's proposals near the incumbent already go
+        if not (
+            self.neighbour_fraction > 0
+            and self._ledger.base + 2 <= k < self._rungs.top
+            and ctx.rng.random() < self.neighbour_fraction
+            and fits(key, k)
+        ):
+            return []
+        seen = np.vstack([ctx.X(), np.reshape(running, (-1, ctx.space.n_dims))])
+        point = near_unseen(x, ctx.rng, _NEIGHBOUR_SCALE, ctx.space.snap, seen)
+        if point is None:
+            return []
+        running.append(point)
+        params = ctx.space.from_unit(point[None, :])[0]
+        return [self._trial(params, k, it, "neighbour")]
 
     def _start_rung(self, ctx: SearchContext, base: int, fits: Any) -> int | None:
         """The rung a new configuration starts on: the base, or with
@@ -380,57 +443,6 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         fraction = float(self._rungs.fractions[k])
         extras = {"role": role, "acquisition_value": float(value)}
         return Trial(dict(params), fraction, iter=it, extras=extras)
-
-    def _new_configurations(
-        self, ctx: SearchContext, running: list, starts: list[tuple[int, bool]]
-    ) -> list[tuple[np.ndarray, float, tuple[int, bool]]]:
-        """``(unit-cube point, acquisition value or nan, (rung, hedge))`` of
-        unseen configurations, one per start while the space lasts. Hedges
-        are always random: their probe pairs must not be chosen by a model of
-        the very rungs they test. So are starts above the base rung, as in
-        Hyperband's brackets: they are there for the settings that the rungs
-        below rank low, and a model fitted on those rungs ranks them low too.
-        The model proposes the rest by its expected improvement on the base
-        rung."""
-        n_x = ctx.space.n_dims
-        modelled = ctx.n_succeeded() >= self.n_initial_points
-        draws = ctx.rng.random(len(starts))
-        base = self._ledger.base
-        by_gp = [
-            modelled and not h and k == base and d >= self.random_fraction
-            for (k, h), d in zip(starts, draws)
-        ]
-        seen = np.vstack([ctx.X(), np.reshape(running, (len(running), n_x))])
-        U = self._random_points(ctx, seen, len(starts) - sum(by_gp))
-        taken = running + list(U)
-        from_gp: dict[int, Any] = {}
-        for k in sorted({k for (k, _), gp in zip(starts, by_gp) if gp}):
-            n_k = sum(gp and s[0] == k for s, gp in zip(starts, by_gp))
-            U_gp, v_gp = self._model.propose(ctx, self._ledger, taken, n_k, rung=k)
-            taken += list(U_gp)
-            # a rung the model cannot rate yet, or a finite space nearly
-            # exhausted: random points, if any are left
-            more = self._random_points(
-                ctx,
-                np.vstack([seen, np.reshape(taken, (len(taken), n_x))]),
-                n_k - len(U_gp),
-            )
-            taken += list(more)
-            from_gp[k] = iter([*zip(U_gp, v_gp), *((x, np.nan) for x in more)])
-        at_random = iter((x, np.nan) for x in U)
-        out = []
-        for start, gp in zip(starts, by_gp):
-            point = next(from_gp[start[0]] if gp else at_random, None)
-            if point is not None:
-                out.append((point[0], float(point[1]), start))
-        return out
-
-    def _random_points(
-        self, ctx: SearchContext, seen: np.ndarray, n: int
-    ) -> np.ndarray:
-        if n <= 0:
-            return np.empty((0, ctx.space.n_dims))
-        return ctx.space.sample_unseen(n, ctx.rng, seen)
 
     # -- the end -------------------------------------------------------------------
     def _finalize(self, ctx: SearchContext) -> list[Trial]:
@@ -459,7 +471,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             return []
         else:
             # no trial at all (n_iter=1): one random configuration
-            x = self._random_points(ctx, ctx.X(), 1)
+            x = random_points(ctx, ctx.X(), 1)
             params = ctx.space.from_unit(x)[0]
         trial = self._trial(params, rungs.top, it, "final")
         trial.final = True
