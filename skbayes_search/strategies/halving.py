@@ -358,7 +358,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 x = np.frombuffer(key)
                 running.append(x)
                 trials.append(self._trial(ledger.params(key), k, it, "promoted"))
-                if len(trials) < room - sum(2 if h else 1 for _, h in starts):
+                if n_used + 1 < room:
                     trials += self._neighbour(ctx, x, k, it, running, fits, key)
                 continue
             k = self._start_rung(ctx, base, fits)
