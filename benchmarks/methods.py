@@ -218,6 +218,20 @@ METHODS: dict[str, Method] = {
             ),
         ),
         Method(
+            "halving-bayes-hyperband-neighbours",
+            True,
+            "skbayes_search.HalvingBayesSearchCV, start_rungs='hyperband', "
+            "neighbour_fraction=0.5",
+            ("skbayes_search",),
+            "HalvingBayesSearchCV",
+            _ours(
+                "HalvingBayesSearchCV",
+                n_iter=_TIME_BOUND_N_ITER,
+                start_rungs="hyperband",
+                neighbour_fraction=0.5,
+            ),
+        ),
+        Method(
             "bayes",
             True,
             "skbayes_search.BayesSearchCV (GP-EI-MCMC, full data)",
