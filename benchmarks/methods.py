@@ -182,6 +182,21 @@ def _build_optuna(ctx: BuildContext) -> tuple[Any, dict, dict]:
     return search, {}, {"timeout": ctx.budget, "n_trials": None}
 
 
+def _halving_variant(suffix: str, **options: Any) -> Method:
+    """``HalvingBayesSearchCV`` with opt-in ``options``, as method
+    ``halving-bayes-<suffix>``: measured beside the default before any
+    becomes it."""
+    shown = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    return Method(
+        f"halving-bayes-{suffix}",
+        True,
+        f"skbayes_search.HalvingBayesSearchCV, {shown}",
+        ("skbayes_search",),
+        "HalvingBayesSearchCV",
+        _ours("HalvingBayesSearchCV", n_iter=_TIME_BOUND_N_ITER, **options),
+    )
+
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in [
@@ -193,43 +208,10 @@ METHODS: dict[str, Method] = {
             "HalvingBayesSearchCV",
             _ours("HalvingBayesSearchCV", n_iter=_TIME_BOUND_N_ITER),
         ),
-        Method(
-            "halving-bayes-hyperband",
-            True,
-            "skbayes_search.HalvingBayesSearchCV, start_rungs='hyperband'",
-            ("skbayes_search",),
-            "HalvingBayesSearchCV",
-            _ours(
-                "HalvingBayesSearchCV",
-                n_iter=_TIME_BOUND_N_ITER,
-                start_rungs="hyperband",
-            ),
-        ),
-        Method(
-            "halving-bayes-neighbours",
-            True,
-            "skbayes_search.HalvingBayesSearchCV, neighbour_fraction=0.5",
-            ("skbayes_search",),
-            "HalvingBayesSearchCV",
-            _ours(
-                "HalvingBayesSearchCV",
-                n_iter=_TIME_BOUND_N_ITER,
-                neighbour_fraction=0.5,
-            ),
-        ),
-        Method(
-            "halving-bayes-hyperband-neighbours",
-            True,
-            "skbayes_search.HalvingBayesSearchCV, start_rungs='hyperband', "
-            "neighbour_fraction=0.5",
-            ("skbayes_search",),
-            "HalvingBayesSearchCV",
-            _ours(
-                "HalvingBayesSearchCV",
-                n_iter=_TIME_BOUND_N_ITER,
-                start_rungs="hyperband",
-                neighbour_fraction=0.5,
-            ),
+        _halving_variant("hyperband", start_rungs="hyperband"),
+        _halving_variant("neighbours", neighbour_fraction=0.5),
+        _halving_variant(
+            "hyperband-neighbours", start_rungs="hyperband", neighbour_fraction=0.5
         ),
         Method(
             "bayes",
