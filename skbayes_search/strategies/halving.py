@@ -359,7 +359,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 running.append(x)
                 trials.append(self._trial(ledger.params(key), k, it, "promoted"))
                 if n_used + 1 < room:
-                    trials += self._neighbour(ctx, x, k, it, running, fits, key)
+                    trials += self._neighbour(ctx, x, k, it, running, fits)
                 continue
             k = self._start_rung(ctx, base, fits)
             if k is None:
@@ -398,7 +398,6 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         it: int,
         running: list,
         fits: Any,
-        key: bytes,
     ) -> list[Trial]:
         """With probability ``neighbour_fraction``, a new configuration near
         a promoted one, on the rung it climbs to if that is two or more above
@@ -411,7 +410,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             self.neighbour_fraction > 0
             and self._ledger.base + 2 <= k < self._rungs.top
             and ctx.rng.random() < self.neighbour_fraction
-            and fits(key, k)
+            and fits(x.tobytes(), k)
         ):
             return []
         seen = np.vstack([ctx.X(), np.reshape(running, (-1, ctx.space.n_dims))])
