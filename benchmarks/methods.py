@@ -213,6 +213,7 @@ METHODS: dict[str, Method] = {
         _halving_variant(
             "hyperband-neighbours", start_rungs="hyperband", neighbour_fraction=0.5
         ),
+        _halving_variant("lead", lead_share=0.5),
         Method(
             "bayes",
             True,

@@ -43,7 +43,7 @@ from ._fidelity import (
 __all__ = ["ROLES", "RungLedger", "Rungs", "hyperband_shares"]
 
 #: What a trial of the halving search is for (``cv_results_["role"]``).
-ROLES = ("new", "promoted", "neighbour", "hedge", "probe", "final")
+ROLES = ("new", "promoted", "neighbour", "hedge", "probe", "lead", "final")
 
 
 @dataclass(frozen=True)
@@ -206,6 +206,7 @@ class RungLedger:
         # (fractions, costs, keys) of the successful trials, rebuilt only
         # after new trials: it is read at every proposal
         self._table: tuple[list[float], list[float], list[bytes]] | None = None
+        self._curve: tuple[float, np.ndarray] | None = None
         self.base = 0
         self.base_trajectory: list[tuple[float, int]] = [(0.0, 0)]
         self.agreements: dict[int, Agreement] = {}
@@ -218,7 +219,7 @@ class RungLedger:
         for row, t in enumerate(trials[self._n_seen :], start=self._n_seen):
             key, k = t.x.tobytes(), self.rungs.of(t.fraction)
             self._rows[k][key] = row
-            self._table = None
+            self._table = self._curve = None
             score = math.nan if t.failed else float(t.score)
             score = score if math.isfinite(score) else math.nan
             self._scores[k][key] = score
@@ -399,31 +400,41 @@ class RungLedger:
             return time_left
         return time_left - min(reserve, most)
 
+    def predicted_cost(self, key: bytes | None, k: int) -> float | None:
+        """Predicted cost (summed over splits) of a configuration's trial on
+        rung ``k`` (None: a new configuration): its own cost, or for a new
+        one the median cost of the highest rung at or below ``k`` with a
+        success, scaled along the fitted cost curve; None before any success
+        at or below ``k``."""
+        fractions, costs, _ = self._cost_table()
+        if not costs:
+            return None
+        if self._curve is None:
+            self._curve = cost_curve(fractions, costs)
+        c0, curve = self._curve
+        own = None if key is None else self.cost(key)
+        if own is None:
+            done = [j for j in range(k, -1, -1) if self.rung_costs(j)]
+            if not done:
+                return None
+            own = done[0], float(np.median(self.rung_costs(done[0])))
+        j, cost = own
+        ladder = self.rungs.fractions
+        return float(scaled_cost(c0, curve, ladder[j], cost, ladder[k]))
+
     def fits_in(
         self, seconds: float, n_splits: int, n_jobs: int
     ) -> Callable[[bytes | None, int], bool]:
         """``fits(key, rung)``: whether a trial of a configuration (None: a
-        new one) on that rung is predicted to take at most ``seconds``,
-        scaling its own cost (or, for a new one, the median cost of the
-        highest rung below with a success) along the fitted cost curve."""
+        new one) on that rung is predicted (:meth:`predicted_cost`) to take
+        at most ``seconds``; always, before there is anything to predict
+        from."""
         if not math.isfinite(seconds):
             return lambda key, k: True
-        fractions, costs, _ = self._cost_table()
-        if not costs:
-            return lambda key, k: True
-        c0, curve = cost_curve(fractions, costs)
-        ladder = self.rungs.fractions
 
         def fits(key: bytes | None, k: int) -> bool:
-            own = None if key is None else self.cost(key)
-            if own is None:
-                done = [j for j in range(k, -1, -1) if self.rung_costs(j)]
-                if not done:
-                    return True
-                own = done[0], float(np.median(self.rung_costs(done[0])))
-            j, cost = own
-            summed = float(scaled_cost(c0, curve, ladder[j], cost, ladder[k]))
-            return wall_seconds(summed, n_splits, n_jobs) <= seconds
+            summed = self.predicted_cost(key, k)
+            return summed is None or wall_seconds(summed, n_splits, n_jobs) <= seconds
 
         return fits
 

@@ -23,6 +23,7 @@ from .._rungs import RungLedger, Rungs, hyperband_shares
 from .._trial import SearchContext, Trial
 from .._validation import min_resources_rows
 from ..space._unseen import near_unseen
+from ._halving_lead import LeadRung
 from ._halving_model import RungModel, new_configurations, random_points
 from .bayes import BayesProposer
 
@@ -114,6 +115,20 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         drawn at random, as in Hyperband's brackets, so a configuration that
         small subsets (and a model fitted on them) rank low can still be
         measured on many rows, at the price of fewer configurations tried.
+    lead_share : float, default=0.0
+        Share of the fit time (summed over splits) given to plain Bayesian
+        optimisation on the *lead rung*: the largest rung above the base and
+        below all data on which, under ``max_time``, at least
+        8 trials fit in that share (without ``max_time``, the
+        rung below all data). Its configurations are proposed by the EI of a
+        GP fitted on that rung's trials alone, after 3 random ones
+        (configurations promoted there count), so rankings on smaller
+        subsets cannot mislead it; they compete with the promoted ones for
+        the all-data evaluation. A lead trial starts whenever lead trials,
+        running ones at their predicted cost, have taken less than this
+        share, once ``n_initial_points`` trials have succeeded; without
+        ``max_time`` shares are counted in training rows, not seconds, so
+        that the seed fixes the trials. 0: none.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -136,8 +151,8 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     cv_results_ : dict of numpy (masked) ndarrays
         scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
         ``iter``, ``elapsed_time``, ``rung`` and ``role`` (``"new"``,
-        ``"promoted"``, ``"neighbour"``, ``"hedge"``, ``"probe"`` or
-        ``"final"``).
+        ``"promoted"``, ``"neighbour"``, ``"hedge"``, ``"probe"``,
+        ``"lead"`` or ``"final"``).
     best_index_, best_score_, best_params_ : int, float, dict
         The best successful trial on all data; with none, the incumbent
         (below), with a warning; with a callable ``refit``, whatever it
@@ -214,6 +229,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         "hedge_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
         "neighbour_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
         "start_rungs": [StrOptions({"base", "hyperband"})],
+        "lead_share": [Interval(numbers.Real, 0, 1, closed="left")],
     }
 
     def __init__(
@@ -232,6 +248,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         hedge_fraction: float = 0.2,
         neighbour_fraction: float = 0.0,
         start_rungs: str = "base",
+        lead_share: float = 0.0,
         scoring: Any = None,
         n_jobs: int | None = None,
         refit: bool | str | Any = True,
@@ -252,6 +269,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         self.hedge_fraction = hedge_fraction
         self.neighbour_fraction = neighbour_fraction
         self.start_rungs = start_rungs
+        self.lead_share = lead_share
 
     # -- setup -------------------------------------------------------------------
     def _check_strategy_params(self, ctx: SearchContext) -> None:
@@ -286,6 +304,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         if self.fallback_:
             return
         self._model = RungModel(ctx.n_train, rungs, ctx.space.n_dims, ctx.seed)
+        self._lead = LeadRung(self.lead_share, rungs, ctx.seed)
 
     # -- proposing -----------------------------------------------------------------
     def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
@@ -347,10 +366,22 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         starts: list[tuple[int, bool]] = []
         base = ledger.base
         hedge_rung = min(base + 2, rungs.top)
+        lead = None
+        if ctx.n_succeeded() >= self.n_initial_points:
+            lead = self._lead.rung(ctx, ledger)
+        # placeholders of the lead trials: proposed together at the end
+        leads: list[Trial] = []
         for _ in range(n_slots):
-            n_used = len(trials) + sum(2 if h else 1 for _, h in starts)
+            n_used = len(trials) + len(leads) + sum(2 if h else 1 for _, h in starts)
             if n_used >= room:
                 break
+            if (
+                lead is not None
+                and fits(None, lead)
+                and self._lead.due(ctx, ledger, [*trials, *leads])
+            ):
+                leads.append(self._trial({}, lead, it, "lead"))
+                continue
             promotion = ledger.promotion(busy, fits)
             if promotion is not None:
                 key, k = promotion
@@ -388,6 +419,9 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             trials.append(self._trial(params, k, it, role, value))
             if hedge:
                 trials.append(self._trial(params, hedge_rung, it, "hedge", value))
+        if leads:
+            running_trials = [*ctx.pending, *trials]
+            trials += self._lead.propose(ctx, lead, len(leads), it, running_trials)
         return trials
 
     def _neighbour(

@@ -16,7 +16,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skbayes_search import HalvingBayesSearchCV, Real
 from skbayes_search._rungs import RungLedger, Rungs
-from skbayes_search._trial import TrialRecord
+from skbayes_search._trial import SearchContext, Trial, TrialRecord
+from skbayes_search.space import SearchSpace
+from skbayes_search.strategies._halving_lead import LeadRung
 
 # The checks scikit-learn itself marks as expected failures for its searches.
 EXPECTED_FAILED_CHECKS = {
@@ -491,11 +493,13 @@ def test_hyperband_starts_measure_what_small_subsets_rank_low(data, seed):
     # Hyperband's brackets do, finds the best on all data (a = 0.8)
     X, y = data
     kw = dict(crossing=True, n_iter=60, n_initial_points=5, hedge_fraction=0.0)
-    base = _search(**kw, random_state=seed).fit(X, y)
+    base = _search(**kw, lead_share=0.0, random_state=seed).fit(X, y)
     assert all(r["rung"] == 0 for r in _rows(base) if r["role"] == "new")
     assert abs(base.best_params_["a"] - 0.2) < 0.1
 
-    search = _search(**kw, start_rungs="hyperband", random_state=seed).fit(X, y)
+    search = _search(
+        **kw, start_rungs="hyperband", lead_share=0.0, random_state=seed
+    ).fit(X, y)
     rows = _rows(search)
     started = [i for i, r in enumerate(rows) if r["role"] == "new"]
     above_base = {
@@ -559,6 +563,116 @@ def test_neighbours_follow_an_optimum_that_moves_with_the_rows(data):
     assert miss(on) < miss(off) - 0.05
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lead_rung_bo_finds_what_small_subsets_rank_low(data, seed):
+    # the two lowest rungs rank backwards and nothing doubts them (no
+    # hedges): started on the base rung only, the answer is their best
+    # (a = 0.2); with a share of the time for BO on the rung below all data,
+    # a GP of that rung's trials alone finds the best on all data (a = 0.8)
+    X, y = data
+    kw = dict(crossing=True, n_iter=60, n_initial_points=5, hedge_fraction=0.0)
+    base = _search(**kw, lead_share=0.0, random_state=seed).fit(X, y)
+    assert "lead" not in base.cv_results_["role"]
+    assert abs(base.best_params_["a"] - 0.2) < 0.1
+
+    search = _search(**kw, lead_share=0.5, random_state=seed).fit(X, y)
+    rows = _rows(search)
+    lead = [i for i, r in enumerate(rows) if r["role"] == "lead"]
+    # without max_time the lead rung is the one below all data; lead trials
+    # start only once n_initial_points trials have succeeded
+    assert len(lead) >= 5
+    assert all(rows[i]["rung"] == 3 for i in lead)
+    assert min(rows[i]["iter"] for i in lead) >= 5
+    # random on the rung at first (promoted configurations count towards
+    # the three), then the rung's own GP
+    proposed = search.cv_results_["acquisition_value"]
+    assert sum(np.isfinite(proposed[i]) for i in lead) >= len(lead) - 3
+    assert len({rows[i]["a"] for i in lead}) == len(lead)
+    assert abs(search.best_params_["a"] - 0.8) < 0.15
+    assert search.cv_results_["resource_fraction"][search.best_index_] == 1.0
+    _assert_asha_rules(search)
+
+
+def _lead_context(rungs, max_time, trials=(), pending=()):
+    ctx = SearchContext(
+        space=SearchSpace(SPACE),
+        rng=np.random.default_rng(0),
+        seed=0,
+        n_train=rungs.n_train,
+        n_classes=2,
+        n_splits=2,
+        budget=100,
+        max_time=max_time,
+        n_jobs_effective=2,
+        start_time=0.0,
+    )
+    ctx.trials += list(trials)
+    ctx.pending += list(pending)
+    return ctx
+
+
+def _costed(a, rung, role, cost, rungs):
+    record = _record(a, rung, 0.5 + a / 10, role, rungs)
+    record.cost = cost
+    return record
+
+
+def test_the_lead_rung_is_the_largest_where_enough_trials_fit():
+    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+    ledger = RungLedger(rungs, factor=3)
+    # a cost proportional to the rows: 0.02 s per row, summed over splits
+    trials = [
+        _costed(a, k, "new", 0.02 * rungs.rows[k], rungs)
+        for k in range(3)
+        for a in (0.1, 0.2, 0.3)
+    ]
+    ledger.absorb(trials)
+    lead = LeadRung(0.5, rungs, seed=0)
+    predicted = [ledger.predicted_cost(None, k) for k in range(5)]
+    assert predicted[2] == pytest.approx(3.6)
+    # the line fitted to the variable part (cost less the cheapest, 0.4 s)
+    # of rungs 1 and 2 has slope log(3.2 / 0.8) / log(3)
+    assert predicted[3] == pytest.approx(0.4 + 3.2 * 4.0)
+    # 8 trials in half of max_time on 2 workers: 13.2 s fits in 110 s, not
+    # in 100 s; never the all-data rung, never at or below the base rung
+    assert lead.rung(_lead_context(rungs, 110.0), ledger) == 3
+    assert lead.rung(_lead_context(rungs, 100.0), ledger) == 2
+    assert lead.rung(_lead_context(rungs, 1e6), ledger) == 3
+    assert lead.rung(_lead_context(rungs, None), ledger) == 3
+    assert lead.rung(_lead_context(rungs, 1.2 * 8 - 0.1), ledger) is None
+    ledger.base = 2
+    assert lead.rung(_lead_context(rungs, 100.0), ledger) is None
+    assert LeadRung(0.0, rungs, seed=0).rung(_lead_context(rungs, None), ledger) is None
+
+
+def test_a_lead_trial_is_due_while_lead_trials_have_less_than_their_share():
+    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+    ledger = RungLedger(rungs, factor=3)
+    base = [_costed(a, 0, "new", 1.0, rungs) for a in (0.1, 0.2, 0.3, 0.4)]
+    ledger.absorb(base)
+    lead = LeadRung(0.25, rungs, seed=0)
+    timed = 1e6
+    assert lead.due(_lead_context(rungs, timed, base), ledger, [])
+    # 1 s of 5 s is lead: 20 %, due; 2 s of 6 s: no longer
+    one = [_costed(0.5, 3, "lead", 1.0, rungs)]
+    assert lead.due(_lead_context(rungs, timed, base + one), ledger, [])
+    two = [*one, _costed(0.6, 3, "lead", 1.0, rungs)]
+    assert not lead.due(_lead_context(rungs, timed, base + two), ledger, [])
+    # running lead trials count at their predicted cost (the median on
+    # the rung: 1 s), and so do those chosen in the same proposal
+    running = Trial({"a": 0.7}, rungs.fractions[3], extras={"role": "lead"})
+    ctx = _lead_context(rungs, timed, base + one, [running])
+    assert not lead.due(ctx, ledger, [])
+    ctx = _lead_context(rungs, timed, base + one)
+    assert not lead.due(ctx, ledger, [running])
+    # without max_time the shares are of training rows, not of seconds: one
+    # trial on 540 rows outweighs four on 20
+    assert not lead.due(_lead_context(rungs, None, base + one), ledger, [])
+    many = base * 30  # 2,400 rows
+    assert lead.due(_lead_context(rungs, None, many + one), ledger, [])
+    assert not lead.due(_lead_context(rungs, None, many + two), ledger, [])
+
+
 def test_tied_rungs_are_skipped(data):
     # on the two lowest rungs every configuration scores alike: nothing to
     # choose from there, so new configurations start on the third
@@ -577,7 +691,7 @@ def test_model_proposals_near_the_incumbent_are_no_tie(data):
     # the GP's proposals cluster where the best is and score alike there;
     # that is no sign that the rung cannot rank random settings
     X, y = data
-    search = _search(n_iter=60, n_initial_points=5).fit(X, y)
+    search = _search(n_iter=60, n_initial_points=5, lead_share=0.0).fit(X, y)
     rows = _rows(search)
     assert sum(r["role"] == "new" and r["rung"] == 0 for r in rows) >= 10
     assert search.base_rung_ == 0
@@ -690,6 +804,7 @@ def test_clone_and_pickle(data):
         ({"factor": "3"}, "factor"),
         ({"random_fraction": 1.5}, "random_fraction"),
         ({"hedge_fraction": -0.1}, "hedge_fraction"),
+        ({"lead_share": 1.0}, "lead_share"),
         ({"n_initial_points": 0}, "n_initial_points"),
         ({"min_resources": "smallest"}, "min_resources"),
         ({"min_resources": 5000}, "min_resources=5000 is larger"),

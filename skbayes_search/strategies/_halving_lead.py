@@ -1,0 +1,109 @@
+"""The lead rung of HalvingBayesSearchCV: a share of the fit time for plain
+Bayesian optimisation on one large subset, with a GP of that subset's trials
+alone.
+
+Where learning curves cross, the settings best on all rows rank low on the
+small rungs, and neither promotions nor a model fitted on those rungs ever
+carries them up. A GP fitted only on the trials of one large rung is not
+misled by the small ones; the lead rung is the largest below all data on
+which enough such trials fit in the time. Users' page:
+``doc/strategies/halving.rst``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._rungs import RungLedger, Rungs
+from .._trial import SearchContext, Trial
+from .bayes import BayesProposer
+
+# Trials of the lead rung that must fit in its share of max_time; a larger
+# rung with fewer is random search on a handful of settings.
+LEAD_MIN_TRIALS = 8
+# Random configurations on the lead rung before its GP proposes (the
+# configurations promoted there count towards them).
+_N_INITIAL = 3
+
+
+class LeadRung:
+    """Which rung leads, when a lead trial is due, and what it evaluates.
+
+    Parameters
+    ----------
+    share : float
+        Share of the search's fit time (summed over splits, running trials
+        at their predicted cost) that lead trials may take; without
+        ``max_time``, share of its training rows.
+    rungs : Rungs
+        The rung ladder.
+    seed : int
+        Seeds the lead GP and its random start.
+    """
+
+    def __init__(self, share: float, rungs: Rungs, seed: int) -> None:
+        self.share = float(share)
+        self.rungs = rungs
+        self.proposer = BayesProposer(
+            acquisition="ei",
+            hyperparameter_sampling="mcmc",
+            n_initial_points=_N_INITIAL,
+            seed=seed + 1,
+        )
+
+    def rung(self, ctx: SearchContext, ledger: RungLedger) -> int | None:
+        """The highest rung above the base and below all data on which
+        ``LEAD_MIN_TRIALS`` new configurations are predicted to fit in the
+        lead's share of ``max_time`` on the search's workers (without
+        ``max_time``, the rung below all data); None when there is none or
+        nothing to predict its cost from."""
+        top, base = self.rungs.top, ledger.base
+        if self.share <= 0 or base + 1 >= top:
+            return None
+        if ctx.max_time is None:
+            return top - 1
+        budget = self.share * ctx.max_time * ctx.n_jobs_effective / LEAD_MIN_TRIALS
+        for k in range(top - 1, base, -1):
+            cost = ledger.predicted_cost(None, k)
+            if cost is not None and cost <= budget:
+                return k
+        return None
+
+    def due(self, ctx: SearchContext, ledger: RungLedger, chosen: list[Trial]) -> bool:
+        """Whether the next trial should be a lead trial: the lead trials,
+        finished and running (and ``chosen`` in this proposal), have taken
+        at most ``share`` of all fit time so far, or without ``max_time`` of
+        all training rows (a count that does not depend on the clock, so
+        that a seed fixes the sequence of trials)."""
+        timed = ctx.max_time is not None
+        lead = total = 0.0
+        for t in ctx.trials:
+            cost = t.cost if timed else t.fraction
+            total += cost
+            lead += cost if t.extras.get("role") == "lead" else 0.0
+        for t in [*ctx.pending, *chosen]:
+            cost = t.fraction
+            if timed:
+                j = self.rungs.of(t.fraction)
+                cost = ledger.predicted_cost(None, j) or 0.0
+            total += cost
+            lead += cost if t.extras.get("role") == "lead" else 0.0
+        return math.isfinite(total) and lead <= self.share * total
+
+    def propose(
+        self, ctx: SearchContext, k: int, n: int, it: int, running: list[Trial]
+    ) -> list[Trial]:
+        """``n`` new configurations for rung ``k``: random at first, then
+        maximisers of EI of a GP on the rung's trials (whatever brought them
+        there), conditioned on the trials running there (``running``: the
+        pending ones and those chosen in this proposal)."""
+        fraction = float(self.rungs.fractions[k])
+        on_k = [t for t in ctx.trials if self.rungs.of(t.fraction) == k]
+        here = [t for t in running if self.rungs.of(t.fraction) == k]
+        trials = self.proposer.ask(
+            ctx, on_k, n, fraction=fraction, iteration=it, pending=here
+        )
+        for t in trials:
+            t.extras.setdefault("acquisition_value", math.nan)
+            t.extras["role"] = "lead"
+        return trials
