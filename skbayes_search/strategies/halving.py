@@ -50,7 +50,11 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     model). A share ``hedge_fraction`` of the new configurations starts two
     rungs higher, with a *probe* on the base rung: when the probes' ranking
     disagrees with the higher rung's, small subsets mislead (learning curves
-    cross) and the base rung moves up. Every answer is measured on all data.
+    cross) and the base rung moves up. A share ``lead_share`` of the fit time
+    goes to plain BO on the *lead rung*, the largest subset below all data
+    where several trials fit, with a GP of that rung's trials alone: where
+    the best settings on all data rank low on small subsets, it finds them
+    there. Every answer is measured on all data.
     Users' guide: ``doc/strategies/halving.rst``.
 
     Parameters
@@ -115,20 +119,20 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         drawn at random, as in Hyperband's brackets, so a configuration that
         small subsets (and a model fitted on them) rank low can still be
         measured on many rows, at the price of fewer configurations tried.
-    lead_share : float, default=0.0
+    lead_share : float, default=0.5
         Share of the fit time (summed over splits) given to plain Bayesian
         optimisation on the *lead rung*: the largest rung above the base and
-        below all data on which, under ``max_time``, at least
-        8 trials fit in that share (without ``max_time``, the
-        rung below all data). Its configurations are proposed by the EI of a
-        GP fitted on that rung's trials alone, after 3 random ones
-        (configurations promoted there count), so rankings on smaller
-        subsets cannot mislead it; they compete with the promoted ones for
-        the all-data evaluation. A lead trial starts whenever lead trials,
-        running ones at their predicted cost, have taken less than this
-        share, once ``n_initial_points`` trials have succeeded; without
-        ``max_time`` shares are counted in training rows, not seconds, so
-        that the seed fixes the trials. 0: none.
+        below all data on which, under ``max_time``, 8 trials fit in that
+        share (without ``max_time``, the rung below all data). Its
+        configurations are proposed by the EI of a GP fitted on that rung's
+        trials alone, after 3 random ones (configurations promoted there
+        count), so rankings on smaller subsets cannot mislead it; they
+        compete with the promoted ones for the all-data evaluation. A lead
+        trial starts whenever lead trials, running ones at their predicted
+        cost, have taken less than this share, once ``n_initial_points``
+        trials have succeeded; without ``max_time`` the shares are of
+        training rows, not seconds, so that the seed fixes the trials. 0:
+        none, plain ASHA with the hedge.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -248,7 +252,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         hedge_fraction: float = 0.2,
         neighbour_fraction: float = 0.0,
         start_rungs: str = "base",
-        lead_share: float = 0.0,
+        lead_share: float = 0.5,
         scoring: Any = None,
         n_jobs: int | None = None,
         refit: bool | str | Any = True,
