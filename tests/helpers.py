@@ -2,7 +2,9 @@
 
 import numpy as np
 
+from skbayes_search._trial import SearchContext
 from skbayes_search.gp import GPSurrogate
+from skbayes_search.space import SearchSpace
 
 
 def gp_data(n=15, d=3, seed=0):
@@ -28,3 +30,23 @@ def fitted_surrogate(n=12, d=2, seed=0, sampling="mcmc", n_samples=4):
         random_state=seed,
     ).fit(X, y)
     return s, X, y
+
+
+def search_context(space, **overrides):
+    """A SearchContext over ``space`` (a SearchSpace or its dict), with
+    small defaults that ``overrides`` replace."""
+    if not isinstance(space, SearchSpace):
+        space = SearchSpace(space)
+    params = dict(
+        rng=np.random.default_rng(0),
+        seed=0,
+        n_train=10,
+        n_classes=2,
+        n_splits=2,
+        budget=100,
+        max_time=None,
+        n_jobs_effective=1,
+        start_time=0.0,
+    )
+    params.update(overrides)
+    return SearchContext(space=space, **params)

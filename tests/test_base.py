@@ -63,24 +63,13 @@ class _FailsForLargeC(ClassifierMixin, BaseEstimator):
 
 
 def test_numeric_error_score_never_reaches_the_surrogate():
-    from skbayes_search._trial import SearchContext, TrialRecord
-    from skbayes_search.space import SearchSpace
+    from skbayes_search._trial import TrialRecord
+    from tests.helpers import search_context
 
     def record(score, failed):
         return TrialRecord({}, np.zeros(1), 1.0, 10, score, 1.0, 1.0, failed, 0, 0.0)
 
-    ctx = SearchContext(
-        space=SearchSpace({"C": [1.0]}),
-        rng=np.random.default_rng(0),
-        seed=0,
-        n_train=10,
-        n_classes=2,
-        n_splits=2,
-        budget=3,
-        max_time=None,
-        n_jobs_effective=1,
-        start_time=0.0,
-    )
+    ctx = search_context({"C": [1.0]}, budget=3)
     ctx.trials = [record(0.8, False), record(-1e6, True), record(0.6, False)]
     assert np.isnan(ctx.scores()[1])
     # the failed trial gets the worst observed loss, not 1e6

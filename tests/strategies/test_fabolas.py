@@ -14,9 +14,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skbayes_search._cost_model import CostModel, cost_curve, slow_cost
 from skbayes_search._fidelity import MIN_PAIRS
-from skbayes_search._trial import SearchContext, TrialRecord
+from skbayes_search._trial import TrialRecord
 from skbayes_search.space import Real, SearchSpace
 from skbayes_search.strategies.fabolas import FabolasSearchCV
+from tests.helpers import search_context
 
 # The checks scikit-learn itself marks as expected failures for its searches.
 EXPECTED_FAILED_CHECKS = {
@@ -494,12 +495,11 @@ def _hand_built_context(n_train, n_splits, workers, per_split, seed=0):
     fractions[:30] = np.minimum(fractions[:30], 1 / 64)
     U[1] = U[0]
     fractions[:2] = 1 / 8, 1 / 64
-    ctx = SearchContext(
-        space=space,
+    ctx = search_context(
+        space,
         rng=rng,
         seed=seed,
         n_train=n_train,
-        n_classes=2,
         n_splits=n_splits,
         budget=1000,
         max_time=600.0,

@@ -16,9 +16,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skbayes_search import HalvingBayesSearchCV, Real
 from skbayes_search._rungs import RungLedger, Rungs
-from skbayes_search._trial import SearchContext, Trial, TrialRecord
-from skbayes_search.space import SearchSpace
+from skbayes_search._trial import Trial, TrialRecord
 from skbayes_search.strategies._halving_lead import LeadRung
+from tests.helpers import search_context
 
 # The checks scikit-learn itself marks as expected failures for its searches.
 EXPECTED_FAILED_CHECKS = {
@@ -594,17 +594,8 @@ def test_lead_rung_bo_finds_what_small_subsets_rank_low(data, seed):
 
 
 def _lead_context(rungs, max_time, trials=(), pending=()):
-    ctx = SearchContext(
-        space=SearchSpace(SPACE),
-        rng=np.random.default_rng(0),
-        seed=0,
-        n_train=rungs.n_train,
-        n_classes=2,
-        n_splits=2,
-        budget=100,
-        max_time=max_time,
-        n_jobs_effective=2,
-        start_time=0.0,
+    ctx = search_context(
+        SPACE, n_train=rungs.n_train, max_time=max_time, n_jobs_effective=2
     )
     ctx.trials += list(trials)
     ctx.pending += list(pending)
