@@ -19,21 +19,18 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV, shared_params
 from .._loop import final_deadline
-from .._rungs import RungLedger, Rungs, hyperband_shares
+from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
 from .._validation import min_resources_rows
-from ..space._unseen import near_unseen
 from ._halving_lead import LeadRung
 from ._halving_model import RungModel, new_configurations, random_points
+from ._halving_starts import neighbour, start_rung
 from .bayes import BayesProposer
 
 __all__ = ["HalvingBayesSearchCV"]
 
 #: Fewest rungs (the all-data rung included) for halving; fewer: plain BO.
 MIN_RUNGS = 3
-#: Standard deviation of a neighbour's move, per unit-cube coordinate: a
-#: factor of about 3 in an RBF SVC's gamma over 1e-4..10.
-_NEIGHBOUR_SCALE = 0.1
 
 
 class HalvingBayesSearchCV(BaseBayesSearchCV):
@@ -393,10 +390,30 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 x = np.frombuffer(key)
                 running.append(x)
                 trials.append(self._trial(ledger.params(key), k, it, "promoted"))
+                point = None
                 if n_used + 1 < room:
-                    trials += self._neighbour(ctx, x, k, it, running, fits)
+                    point = neighbour(
+                        ctx,
+                        x,
+                        k,
+                        base=base,
+                        top=rungs.top,
+                        fraction=self.neighbour_fraction,
+                        running=running,
+                        fits=fits,
+                    )
+                if point is not None:
+                    params = ctx.space.from_unit(point[None, :])[0]
+                    trials.append(self._trial(params, k, it, "neighbour"))
                 continue
-            k = self._start_rung(ctx, base, fits)
+            k = start_rung(
+                ctx,
+                base,
+                rungs.top,
+                fits,
+                hyperband=self.start_rungs == "hyperband",
+                factor=self.factor,
+            )
             if k is None:
                 break
             starts.append(
@@ -427,52 +444,6 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             running_trials = [*ctx.pending, *trials]
             trials += self._lead.propose(ctx, lead, len(leads), it, running_trials)
         return trials
-
-    def _neighbour(
-        self,
-        ctx: SearchContext,
-        x: np.ndarray,
-        k: int,
-        it: int,
-        running: list,
-        fits: Any,
-    ) -> list[Trial]:
-        """With probability ``neighbour_fraction``, a new configuration near
-        a promoted one, on the rung it climbs to if that is two or more above
-        the base rung and below all data, and if its cost, taken as the
-        promoted one's, fits."""
-        # not on the top rung: one all-data trial is the answer's evaluation,
-        # the time kept for it covers one; not on the rung above the base,
-        # where the model's proposals near the incumbent already go
-        if not (
-            self.neighbour_fraction > 0
-            and self._ledger.base + 2 <= k < self._rungs.top
-            and ctx.rng.random() < self.neighbour_fraction
-            and fits(x.tobytes(), k)
-        ):
-            return []
-        seen = np.vstack([ctx.X(), np.reshape(running, (-1, ctx.space.n_dims))])
-        point = near_unseen(x, ctx.rng, _NEIGHBOUR_SCALE, ctx.space.snap, seen)
-        if point is None:
-            return []
-        running.append(point)
-        params = ctx.space.from_unit(point[None, :])[0]
-        return [self._trial(params, k, it, "neighbour")]
-
-    def _start_rung(self, ctx: SearchContext, base: int, fits: Any) -> int | None:
-        """The rung a new configuration starts on: the base, or with
-        ``start_rungs="hyperband"`` a rung drawn as Hyperband fills its
-        brackets (the highest that fits in the time left if the draw does
-        not); None when not even the base rung fits."""
-        k = base
-        # not on the top rung: a configuration there would count as measured
-        # on all data and take the incumbent's own all-data evaluation away
-        if self.start_rungs == "hyperband" and base < self._rungs.top - 1:
-            shares = hyperband_shares(self._rungs.top - base, self.factor)
-            k = base + int(ctx.rng.choice(len(shares), p=shares))
-        while k >= base and not fits(None, k):
-            k -= 1
-        return k if k >= base else None
 
     def _trial(
         self, params: dict, k: int, it: int, role: str, value: float = np.nan
