@@ -44,6 +44,10 @@ class LeadRung:
     def __init__(self, share: float, rungs: Rungs, seed: int) -> None:
         self.share = float(share)
         self.rungs = rungs
+        # (lead, all) cost of the finished trials read so far: they are
+        # only ever appended, and due() is asked at every free slot
+        self._spent = [0.0, 0.0]
+        self._n_read = 0
         self.proposer = BayesProposer(
             acquisition="ei",
             hyperparameter_sampling="mcmc",
@@ -70,17 +74,19 @@ class LeadRung:
         return None
 
     def due(self, ctx: SearchContext, ledger: RungLedger, chosen: list[Trial]) -> bool:
-        """Whether the next trial should be a lead trial: the lead trials,
+        """Whether the next trial should be a lead trial (the search's
+        trials are read in order, as :class:`RungLedger` reads them): the lead trials,
         finished and running (and ``chosen`` in this proposal), have taken
         at most ``share`` of all fit time so far, or without ``max_time`` of
         all training rows (a count that does not depend on the clock, so
         that a seed fixes the sequence of trials)."""
         timed = ctx.max_time is not None
-        lead = total = 0.0
-        for t in ctx.trials:
+        for t in ctx.trials[self._n_read :]:
             cost = t.cost if timed else t.fraction
-            total += cost
-            lead += cost if t.extras.get("role") == "lead" else 0.0
+            self._spent[1] += cost
+            self._spent[0] += cost if t.extras.get("role") == "lead" else 0.0
+        self._n_read = len(ctx.trials)
+        lead, total = self._spent
         for t in [*ctx.pending, *chosen]:
             cost = t.fraction
             if timed:

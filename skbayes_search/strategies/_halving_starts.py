@@ -53,11 +53,11 @@ def neighbour(
     *,
     base: int,
     top: int,
-    fraction: float,
+    probability: float,
     running: list,
     fits: Fits,
 ) -> np.ndarray | None:
-    """With probability ``fraction``, an unseen point near a promoted
+    """With ``probability``, an unseen point near a promoted
     configuration ``x``, for the rung ``k`` it climbs to if that is two or
     more above the base rung and below all data, and if its cost, taken as
     the promoted one's, fits; it joins ``running``."""
@@ -65,9 +65,9 @@ def neighbour(
     # time kept for it covers one; not on the rung above the base, where the
     # model's proposals near the incumbent already go
     if not (
-        fraction > 0
+        probability > 0
         and base + 2 <= k < top
-        and ctx.rng.random() < fraction
+        and ctx.rng.random() < probability
         and fits(x.tobytes(), k)
     ):
         return None

@@ -398,7 +398,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                         k,
                         base=base,
                         top=rungs.top,
-                        fraction=self.neighbour_fraction,
+                        probability=self.neighbour_fraction,
                         running=running,
                         fits=fits,
                     )

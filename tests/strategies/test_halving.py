@@ -641,7 +641,14 @@ def test_a_lead_trial_is_due_while_lead_trials_have_less_than_their_share():
     ledger = RungLedger(rungs, factor=3)
     base = [_costed(a, 0, "new", 1.0, rungs) for a in (0.1, 0.2, 0.3, 0.4)]
     ledger.absorb(base)
-    lead = LeadRung(0.25, rungs, seed=0)
+
+    class Fresh:
+        # a LeadRung reads one search's trials as they are appended; each
+        # context here is a different search
+        def due(self, ctx, ledger, chosen):
+            return LeadRung(0.25, rungs, seed=0).due(ctx, ledger, chosen)
+
+    lead = Fresh()
     timed = 1e6
     assert lead.due(_lead_context(rungs, timed, base), ledger, [])
     # 1 s of 5 s is lead: 20 %, due; 2 s of 6 s: no longer
