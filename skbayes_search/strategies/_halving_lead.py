@@ -38,7 +38,7 @@ class LeadRung:
     rungs : Rungs
         The rung ladder.
     seed : int
-        Seeds the lead GP and its random start.
+        Seeds the lead GPs and their random starts (one per rung).
     """
 
     def __init__(self, share: float, rungs: Rungs, seed: int) -> None:
@@ -48,12 +48,11 @@ class LeadRung:
         # only ever appended, and due() is asked at every free slot
         self._spent = [0.0, 0.0]
         self._n_read = 0
-        self.proposer = BayesProposer(
-            acquisition="ei",
-            hyperparameter_sampling="mcmc",
-            n_initial_points=_N_INITIAL,
-            seed=seed + 1,
-        )
+        self.seed = seed
+        # one proposer per rung the lead has been on: its own random start
+        # (one shared design would run the same configurations again on each
+        # rung the lead moves to) and its own MCMC chain
+        self._proposers: dict[int, BayesProposer] = {}
 
     def rung(self, ctx: SearchContext, ledger: RungLedger) -> int | None:
         """The highest rung above the base and below all data on which
@@ -99,14 +98,24 @@ class LeadRung:
     def propose(
         self, ctx: SearchContext, k: int, n: int, it: int, running: list[Trial]
     ) -> list[Trial]:
-        """``n`` new configurations for rung ``k``: random at first, then
-        maximisers of EI of a GP on the rung's trials (whatever brought them
-        there), conditioned on the trials running there (``running``: the
-        pending ones and those chosen in this proposal)."""
+        """``n`` new configurations for rung ``k``: random at first (a start
+        of the rung's own, so that a lead moving between rungs does not run
+        the same configurations on each), then maximisers of EI of a GP on
+        the rung's trials (whatever brought them there), conditioned on the
+        trials running there (``running``: the pending ones and those chosen
+        in this proposal)."""
         fraction = float(self.rungs.fractions[k])
         on_k = [t for t in ctx.trials if self.rungs.of(t.fraction) == k]
         here = [t for t in running if self.rungs.of(t.fraction) == k]
-        trials = self.proposer.ask(
+        proposer = self._proposers.get(k)
+        if proposer is None:
+            proposer = self._proposers[k] = BayesProposer(
+                acquisition="ei",
+                hyperparameter_sampling="mcmc",
+                n_initial_points=_N_INITIAL,
+                seed=self.seed + 1 + k,
+            )
+        trials = proposer.ask(
             ctx, on_k, n, fraction=fraction, iteration=it, pending=here
         )
         for t in trials:

@@ -671,6 +671,28 @@ def test_a_lead_trial_is_due_while_lead_trials_have_less_than_their_share():
     assert not lead.due(_lead_context(rungs, None, many + two), ledger, [])
 
 
+def test_a_lead_moving_to_another_rung_does_not_run_its_start_again():
+    # cost predictions move the lead between rungs; each rung has a random
+    # start of its own, or the lead would run the same configurations on
+    # every rung it moves to
+    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+    lead = LeadRung(0.5, rungs, seed=0)
+    ctx = _lead_context(rungs, None)
+    proposed = []
+    for k in (2, 3, 2, 3):
+        for t in lead.propose(ctx, k, 1, it=0, running=[]):
+            assert t.extras["role"] == "lead"
+            assert rungs.of(t.fraction) == k
+            ctx.trials.append(_record(t.params["a"], k, 0.5, "lead", rungs))
+            proposed.append(t.params["a"])
+    assert len(set(proposed)) == 4
+    # the same seed gives the same lead trials (a resumed search goes on)
+    again = LeadRung(0.5, rungs, seed=0)
+    assert again.propose(_lead_context(rungs, None), 3, 1, 0, [])[0].params == {
+        "a": proposed[1]
+    }
+
+
 def test_tied_rungs_are_skipped(data):
     # on the two lowest rungs every configuration scores alike: nothing to
     # choose from there, so new configurations start on the third
