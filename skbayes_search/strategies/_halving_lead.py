@@ -24,6 +24,11 @@ LEAD_MIN_TRIALS = 8
 # Random configurations on the lead rung before its GP proposes (the
 # configurations promoted there count towards them).
 _N_INITIAL = 3
+# The lead stays on its rung until the rung's predicted cost is this many
+# times what LEAD_MIN_TRIALS allow: early predictions, extrapolated from the
+# smallest rungs, move it up and down, and each rung it visits starts its GP
+# afresh.
+_STAY = 2.0
 
 
 class LeadRung:
@@ -53,24 +58,40 @@ class LeadRung:
         # (one shared design would run the same configurations again on each
         # rung the lead moves to) and its own MCMC chain
         self._proposers: dict[int, BayesProposer] = {}
+        # the rung of the latest lead trial (None before the first)
+        self._current: int | None = None
 
     def rung(self, ctx: SearchContext, ledger: RungLedger) -> int | None:
         """The highest rung above the base and below all data on which
         ``LEAD_MIN_TRIALS`` new configurations are predicted to fit in the
         lead's share of ``max_time`` on the search's workers (without
         ``max_time``, the rung below all data); None when there is none or
-        nothing to predict its cost from."""
+        nothing to predict its cost from. A lead already on a rung above
+        the base stays there while that rung is predicted to cost at most
+        ``_STAY`` times as much."""
         top, base = self.rungs.top, ledger.base
         if self.share <= 0 or base + 1 >= top:
             return None
         if ctx.max_time is None:
             return top - 1
         budget = self.share * ctx.max_time * ctx.n_jobs_effective / LEAD_MIN_TRIALS
+        current = self._current_rung(ctx)
         for k in range(top - 1, base, -1):
             cost = ledger.predicted_cost(None, k)
-            if cost is not None and cost <= budget:
+            if cost is None:
+                continue
+            if cost <= budget or (k == current and cost <= _STAY * budget):
                 return k
         return None
+
+    def _current_rung(self, ctx: SearchContext) -> int | None:
+        if self._current is None:
+            # a resumed search: the rung of its latest lead trial
+            for t in reversed([*ctx.trials, *ctx.pending]):
+                if t.extras.get("role") == "lead":
+                    self._current = self.rungs.of(t.fraction)
+                    break
+        return self._current
 
     def due(self, ctx: SearchContext, ledger: RungLedger, chosen: list[Trial]) -> bool:
         """Whether the next trial should be a lead trial (the search's
@@ -104,6 +125,7 @@ class LeadRung:
         the rung's trials (whatever brought them there), conditioned on the
         trials running there (``running``: the pending ones and those chosen
         in this proposal)."""
+        self._current = k
         fraction = float(self.rungs.fractions[k])
         on_k = [t for t in ctx.trials if self.rungs.of(t.fraction) == k]
         here = [t for t in running if self.rungs.of(t.fraction) == k]

@@ -634,6 +634,14 @@ def test_the_lead_rung_is_the_largest_where_enough_trials_fit():
     ledger.base = 2
     assert lead.rung(_lead_context(rungs, 100.0), ledger) is None
     assert LeadRung(0.0, rungs, seed=0).rung(_lead_context(rungs, None), ledger) is None
+    # a lead on rung 3 stays there while 8 trials are predicted to take at
+    # most twice its share (13.2 s against 12.5 s and 25 s), not beyond;
+    # a resumed search finds its rung among its trials
+    ledger.base = 0
+    on_3 = Trial({"a": 0.9}, rungs.fractions[3], extras={"role": "lead"})
+    resumed = LeadRung(0.5, rungs, seed=0)
+    assert resumed.rung(_lead_context(rungs, 100.0, pending=[on_3]), ledger) == 3
+    assert resumed.rung(_lead_context(rungs, 50.0, pending=[on_3]), ledger) == 2
 
 
 def test_a_lead_trial_is_due_while_lead_trials_have_less_than_their_share():
