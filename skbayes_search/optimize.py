@@ -17,7 +17,12 @@ from scipy.optimize import minimize
 
 from ._numerics import single_blas_thread, sobol_points
 
-__all__ = ["maximize", "propose_batch"]
+__all__ = ["QUICK", "maximize", "propose_batch"]
+
+#: Maximisation settings for proposals that must cost little more than a fit
+#: of a few milliseconds (cheap trials on small subsets): fewer candidates,
+#: one polish (doc/strategies/halving.rst, "Proposal cost").
+QUICK = {"n_candidates": 512, "n_polish": 1}
 
 _EXCLUDE_TOL = 1e-9
 # polish starts closer than this (max-norm) would usually converge to the same

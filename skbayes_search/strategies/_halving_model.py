@@ -22,18 +22,13 @@ from ..gp.fabolas_kernels import (
     fabolas_kernels,
     scores_to_loss,
 )
-from ..optimize import propose_batch
+from ..optimize import QUICK, propose_batch
 
 # Observations the GP is fitted on: its MAP refit grows as n^3 (0.18 s at
 # 300, 1.8 s at 600 on one core).
 _MAX_MODELLED = 250
 # Best configurations on the base rung whose neighbourhoods seed the search.
 _N_SEEDS = 3
-# Candidates per acquisition maximisation, and how many of the best are
-# polished by L-BFGS-B: base-rung fits take milliseconds, so a proposal must
-# cost little more than one (doc/strategies/halving.rst, "Proposal cost").
-_N_CANDIDATES = 512
-_N_POLISH = 1
 # The GP's hyperparameters are re-optimised once more than this share of the
 # observations they were fitted on are new; in between they are kept.
 _REOPTIMIZE_GROWTH = 0.25
@@ -123,8 +118,9 @@ class RungModel:
             seeds=X[best],
             exclude=ctx.X(),
             pending=running_x if len(running_x) else None,
-            n_candidates=_N_CANDIDATES,
-            n_polish=_N_POLISH,
+            # base-rung fits take milliseconds: a proposal must cost little
+            # more than one
+            **QUICK,
         )
 
 

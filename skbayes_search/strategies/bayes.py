@@ -13,7 +13,7 @@ from .._trial import SearchContext, Trial
 from .._validation import warn_if_space_small
 from ..acquisition import make_acquisition
 from ..gp import GPSurrogate
-from ..optimize import propose_batch
+from ..optimize import QUICK, propose_batch
 from ..space._unseen import drop_seen
 
 # best observed points whose neighbourhoods the acquisition search also scans
@@ -267,6 +267,15 @@ class BayesProposer:
         Seeds the initial design and the surrogates.
     kappa : float, default=2.0
         Exploration weight of ``"lcb"``.
+    mcmc_until : int or None, default=None
+        With ``"mcmc"``: beyond this many observations the GP's
+        hyperparameters are a MAP estimate instead, re-optimised whenever the
+        observations have grown by a quarter. Sampling them matters while
+        few observations leave them uncertain; with many it costs a proposal
+        about ten times as much for a posterior that has narrowed (the
+        acquisition is then maximised with fewer candidates and one polish,
+        as where trials are cheap enough to number in the hundreds). None:
+        sampled throughout.
 
     Examples
     --------
@@ -295,15 +304,18 @@ class BayesProposer:
         n_initial_points: int,
         seed: int,
         kappa: float = 2.0,
+        mcmc_until: int | None = None,
     ) -> None:
         self.acquisition = acquisition
         self.kappa = kappa
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_initial_points = n_initial_points
         self.seed = seed
+        self.mcmc_until = mcmc_until
         self.surrogate = GPSurrogate(
             hyperparameter_sampling=hyperparameter_sampling, random_state=seed
         )
+        self._map_surrogate: GPSurrogate | None = None
         self.cost_surrogate = (
             GPSurrogate(
                 hyperparameter_sampling=hyperparameter_sampling, random_state=seed + 1
@@ -365,7 +377,8 @@ class BayesProposer:
                 for p in ctx.space.from_unit(U[:n_slots])
             ]
         y = ctx.losses(trials)
-        self.surrogate.fit(X, y)
+        surrogate = self._surrogate_for(len(y))
+        surrogate.fit(X, y)
         cost_surrogate = None
         if self.cost_surrogate is not None:
             cost_surrogate = self.cost_surrogate.fit(X, np.log(ctx.costs(trials)))
@@ -373,7 +386,7 @@ class BayesProposer:
 
         def acquisition_for(pending: np.ndarray | None) -> Any:
             return make_acquisition(
-                self.surrogate,
+                surrogate,
                 self.acquisition,
                 y_best=y_best,
                 cost_surrogate=cost_surrogate,
@@ -391,8 +404,25 @@ class BayesProposer:
             seeds=X[np.argsort(y, kind="stable")[:_N_SEEDS]],
             exclude=X,
             pending=P if len(P) else None,
+            **({} if surrogate is self.surrogate else QUICK),
         )
         return [
             Trial(p, fraction, iter=iteration, extras={"acquisition_value": float(v)})
             for p, v in zip(ctx.space.from_unit(U), values)
         ]
+
+    def _surrogate_for(self, n_observations: int) -> GPSurrogate:
+        """The sampled GP, or past ``mcmc_until`` observations the MAP one."""
+        if (
+            self.mcmc_until is None
+            or self.hyperparameter_sampling != "mcmc"
+            or n_observations <= self.mcmc_until
+        ):
+            return self.surrogate
+        if self._map_surrogate is None:
+            self._map_surrogate = GPSurrogate(
+                hyperparameter_sampling="map",
+                random_state=self.seed,
+                reoptimize_growth=0.25,
+            )
+        return self._map_surrogate

@@ -570,3 +570,47 @@ def search_unit(search):
 
     space = SearchSpace(QUADRATIC_SPACE)
     return space.to_unit(search.cv_results_["params"])
+
+
+def test_a_proposer_past_mcmc_until_uses_a_map_gp():
+    # sampled hyperparameters while observations are few, a MAP estimate
+    # once they pass mcmc_until (its proposals cost a tenth)
+    from skbayes_search._trial import TrialRecord
+    from skbayes_search.strategies.bayes import BayesProposer
+
+    from ..helpers import search_context
+
+    ctx = search_context({"a": Real(0.0, 1.0)}, n_train=100)
+    proposer = BayesProposer(
+        acquisition="ei",
+        hyperparameter_sampling="mcmc",
+        n_initial_points=2,
+        seed=0,
+        mcmc_until=4,
+    )
+
+    def observe(a):
+        ctx.trials.append(
+            TrialRecord(
+                params={"a": a},
+                x=np.array([a]),
+                fraction=1.0,
+                n_resources=100,
+                score=float(-((a - 0.3) ** 2)),
+                cost=1.0,
+                fit_time=1.0,
+                failed=False,
+                iter=0,
+                elapsed_time=1.0,
+            )
+        )
+
+    for a in (0.1, 0.9, 0.5, 0.7):
+        observe(a)
+    proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=0)
+    assert proposer._map_surrogate is None
+    observe(0.2)
+    (trial,) = proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=1)
+    assert proposer._map_surrogate.hyperparameter_sampling == "map"
+    assert len(proposer._map_surrogate.X_) == 5
+    assert 0.0 <= trial.params["a"] <= 1.0
