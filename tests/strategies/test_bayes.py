@@ -20,6 +20,9 @@ from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skbayes_search import BayesSearchCV, Categorical, Integer, Real
+from skbayes_search._trial import TrialRecord
+from skbayes_search.strategies.bayes import BayesProposer
+from tests.helpers import search_context
 
 EXTRA_COLUMNS = {
     "n_resources",
@@ -575,11 +578,6 @@ def search_unit(search):
 def test_a_proposer_past_mcmc_until_uses_a_map_gp():
     # sampled hyperparameters while observations are few, a MAP estimate
     # once they pass mcmc_until (its proposals cost a tenth)
-    from skbayes_search._trial import TrialRecord
-    from skbayes_search.strategies.bayes import BayesProposer
-
-    from ..helpers import search_context
-
     ctx = search_context({"a": Real(0.0, 1.0)}, n_train=100)
     proposer = BayesProposer(
         acquisition="ei",
