@@ -63,8 +63,10 @@ class LeadRung:
         # (one shared design would run the same configurations again on each
         # rung the lead moves to) and its own MCMC chain
         self._proposers: dict[int, BayesProposer] = {}
-        # the rung of the latest lead trial (None before the first)
+        # the rung of the latest lead trial (None before the first), and
+        # how many finished trials were searched for one while it was None
         self._current: int | None = None
+        self._n_searched = 0
 
     def rung(self, ctx: SearchContext, ledger: RungLedger) -> int | None:
         """The highest rung above the base and below all data on which
@@ -91,8 +93,12 @@ class LeadRung:
 
     def _current_rung(self, ctx: SearchContext) -> int | None:
         if self._current is None:
-            # a resumed search: the rung of its latest lead trial
-            for t in reversed([*ctx.trials, *ctx.pending]):
+            # a resumed search: the rung of its latest lead trial; the
+            # finished trials searched before held none, so only the new
+            # ones are read
+            new = ctx.trials[self._n_searched :]
+            self._n_searched = len(ctx.trials)
+            for t in reversed([*new, *ctx.pending]):
                 if t.extras.get("role") == "lead":
                     self._current = self.rungs.of(t.fraction)
                     break

@@ -125,13 +125,12 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         share. Its configurations are proposed by the EI of a GP fitted on
         that rung's trials alone, after 3 random ones (configurations
         promoted there count), so rankings on smaller subsets cannot mislead
-        it; they
-        compete with the promoted ones for the all-data evaluation. A lead
-        trial starts whenever lead trials, running ones at their predicted
-        cost, have taken less than this share, once ``n_initial_points``
-        trials have succeeded; without ``max_time`` the shares are of
-        training rows, not seconds, so that the seed fixes the trials. 0:
-        none, plain ASHA with the hedge.
+        it; they compete with the promoted ones for the all-data evaluation.
+        A lead trial starts whenever lead trials, running ones at their
+        predicted cost, have taken less than this share, once
+        ``n_initial_points`` trials have succeeded; without ``max_time`` the
+        shares are of training rows, not seconds, so that the seed fixes the
+        trials. 0: none, plain ASHA with the hedge.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
