@@ -207,6 +207,7 @@ class RungLedger:
         # after new trials: it is read at every proposal
         self._table: tuple[list[float], list[float], list[bytes]] | None = None
         self._curve: tuple[float, np.ndarray] | None = None
+        self._medians: list[float | None] | None = None
         self.base = 0
         self.base_trajectory: list[tuple[float, int]] = [(0.0, 0)]
         self.agreements: dict[int, Agreement] = {}
@@ -219,7 +220,7 @@ class RungLedger:
         for row, t in enumerate(trials[self._n_seen :], start=self._n_seen):
             key, k = t.x.tobytes(), self.rungs.of(t.fraction)
             self._rows[k][key] = row
-            self._table = self._curve = None
+            self._table = self._curve = self._medians = None
             score = math.nan if t.failed else float(t.score)
             score = score if math.isfinite(score) else math.nan
             self._scores[k][key] = score
@@ -414,10 +415,15 @@ class RungLedger:
         c0, curve = self._curve
         own = None if key is None else self.cost(key)
         if own is None:
-            done = [j for j in range(k, -1, -1) if self.rung_costs(j)]
+            if self._medians is None:
+                self._medians = [
+                    float(np.median(c)) if (c := self.rung_costs(j)) else None
+                    for j in range(len(self._scores))
+                ]
+            done = [j for j in range(k, -1, -1) if self._medians[j] is not None]
             if not done:
                 return None
-            own = done[0], float(np.median(self.rung_costs(done[0])))
+            own = done[0], self._medians[done[0]]
         j, cost = own
         ladder = self.rungs.fractions
         return float(scaled_cost(c0, curve, ladder[j], cost, ladder[k]))

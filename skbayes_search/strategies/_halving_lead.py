@@ -67,6 +67,11 @@ class LeadRung:
         # how many finished trials were searched for one while it was None
         self._current: int | None = None
         self._n_searched = 0
+        # finished trials by rung, in finishing order (read at every lead
+        # proposal: rebuilt each time, the lookups cost as much as the GP's
+        # fit once lead trials number in the hundreds)
+        self._by_rung: dict[int, list[Trial]] = {}
+        self._n_sorted = 0
 
     def rung(self, ctx: SearchContext, ledger: RungLedger) -> int | None:
         """The highest rung above the base and below all data on which
@@ -138,7 +143,11 @@ class LeadRung:
         in this proposal)."""
         self._current = k
         fraction = float(self.rungs.fractions[k])
-        on_k = [t for t in ctx.trials if self.rungs.of(t.fraction) == k]
+        new = ctx.trials[self._n_sorted :]
+        self._n_sorted = len(ctx.trials)
+        for t, j in zip(new, self.rungs.of_many([t.fraction for t in new])):
+            self._by_rung.setdefault(int(j), []).append(t)
+        on_k = list(self._by_rung.get(k, ()))
         here = [t for t in running if self.rungs.of(t.fraction) == k]
         proposer = self._proposers.get(k)
         if proposer is None:
