@@ -22,7 +22,7 @@ from .._loop import final_deadline
 from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
 from .._validation import min_resources_rows
-from ._halving_lead import LeadRung
+from ._halving_lead import LeadRung, auto_share
 from ._halving_model import RungModel, new_configurations, random_points
 from ._halving_starts import neighbour, start_rung
 from .bayes import BayesProposer
@@ -116,7 +116,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         drawn at random, as in Hyperband's brackets, so a configuration that
         small subsets (and a model fitted on them) rank low can still be
         measured on many rows, at the price of fewer configurations tried.
-    lead_share : float, default=0.5
+    lead_share : float or "auto", default="auto"
         Share of the fit time (summed over splits) given to plain Bayesian
         optimisation on the *lead rung*: the largest rung above the base and
         below all data on which, under ``max_time``, 8 trials fit in that
@@ -130,7 +130,12 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         predicted cost, have taken less than this share, once
         ``n_initial_points`` trials have succeeded; without ``max_time`` the
         shares are of training rows, not seconds, so that the seed fixes the
-        trials. 0: none, plain ASHA with the hedge.
+        trials. 0: none, plain ASHA with the hedge. ``"auto"``: 0.5 for a
+        space of at most 2 dimensions (two numeric parameters; a categorical
+        one counts one per choice), where its 8 trials give its GP 4 per
+        dimension, else 0: with five parameters the lead's trials were
+        mostly random ones on a subset and lowered the answers (the halving
+        page of the user guide). The share used is ``lead_share_``.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -183,6 +188,9 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         Rows of the first and of the top rung.
     fallback_ : bool
         Whether the search ran plain BO on all data (too small a data set).
+    lead_share_ : float
+        The share of the fit time the lead rung had (``lead_share``
+        resolved; 0 in the fallback).
 
     See Also
     --------
@@ -231,7 +239,10 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         "hedge_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
         "neighbour_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
         "start_rungs": [StrOptions({"base", "hyperband"})],
-        "lead_share": [Interval(numbers.Real, 0, 1, closed="left")],
+        "lead_share": [
+            Interval(numbers.Real, 0, 1, closed="left"),
+            StrOptions({"auto"}),
+        ],
     }
 
     def __init__(
@@ -250,7 +261,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         hedge_fraction: float = 0.2,
         neighbour_fraction: float = 0.0,
         start_rungs: str = "base",
-        lead_share: float = 0.5,
+        lead_share: float | str = "auto",
         scoring: Any = None,
         n_jobs: int | None = None,
         refit: bool | str | Any = True,
@@ -281,6 +292,13 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         self.min_resources_ = min_resources_rows(self.min_resources, ctx)
         rungs = Rungs.geometric(ctx.n_train, self.min_resources_, self.factor)
         self.fallback_ = len(rungs.rows) < MIN_RUNGS
+        self.lead_share_ = 0.0
+        if not self.fallback_:
+            self.lead_share_ = (
+                auto_share(ctx.space.n_dims)
+                if self.lead_share == "auto"
+                else float(self.lead_share)
+            )
         if self.fallback_:
             warnings.warn(
                 f"HalvingBayesSearchCV: {ctx.n_train} training rows per split "
@@ -306,7 +324,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         if self.fallback_:
             return
         self._model = RungModel(ctx.n_train, rungs, ctx.space.n_dims, ctx.seed)
-        self._lead = LeadRung(self.lead_share, rungs, ctx.seed)
+        self._lead = LeadRung(self.lead_share_, rungs, ctx.seed)
 
     # -- proposing -----------------------------------------------------------------
     def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:

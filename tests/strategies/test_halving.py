@@ -593,6 +593,27 @@ def test_lead_rung_bo_finds_what_small_subsets_rank_low(data, seed):
     _assert_asha_rules(search)
 
 
+def test_auto_lead_share_leads_only_in_low_dimensional_spaces(data):
+    # "auto": the lead's 8 trials must give its GP 4 per dimension of the
+    # encoded space; a boolean choice beside "a" makes 3 (one-hot)
+    X, y = data
+    kw = dict(n_iter=40, n_initial_points=5, hedge_fraction=0.0)
+    one = _search(**kw).fit(X, y)
+    assert one.lead_share_ == 0.5
+    assert "lead" in one.cv_results_["role"]
+
+    space = {"a": Real(0.0, 1.0), "crossing": [False, True]}
+    wide = HalvingBayesSearchCV(Curves(), space, cv=2, random_state=0, **kw)
+    wide.fit(X, y)
+    assert wide.lead_share_ == 0.0
+    assert "lead" not in wide.cv_results_["role"]
+
+    # an explicit share is used whatever the width
+    wide.set_params(lead_share=0.5).fit(X, y)
+    assert wide.lead_share_ == 0.5
+    assert "lead" in wide.cv_results_["role"]
+
+
 def _lead_context(rungs, max_time, trials=(), pending=()):
     ctx = search_context(
         SPACE, n_train=rungs.n_train, max_time=max_time, n_jobs_effective=2
@@ -833,6 +854,7 @@ def test_clone_and_pickle(data):
         ({"random_fraction": 1.5}, "random_fraction"),
         ({"hedge_fraction": -0.1}, "hedge_fraction"),
         ({"lead_share": 1.0}, "lead_share"),
+        ({"lead_share": "half"}, "lead_share"),
         ({"n_initial_points": 0}, "n_initial_points"),
         ({"min_resources": "smallest"}, "min_resources"),
         ({"min_resources": 5000}, "min_resources=5000 is larger"),
