@@ -46,7 +46,7 @@ def auto_share(n_dims: int) -> float:
     With five parameters (HistGradientBoosting, 60 s) its 8 to 20 trials
     were mostly random ones on a subset, and the search without them
     answered better on three of four tasks (doc/strategies/halving.rst,
-    "The lead rung and the number of parameters").
+    ``lead_share`` under "Parameters that matter").
     """
     return AUTO_SHARE if 4 * n_dims <= LEAD_MIN_TRIALS else 0.0
 

@@ -51,7 +51,8 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     goes to plain BO on the *lead rung*, the largest subset below all data
     where several trials fit, with a GP of that rung's trials alone: where
     the best settings on all data rank low on small subsets, it finds them
-    there. Every answer is measured on all data.
+    there (by default in spaces of at most two dimensions). Every answer is
+    measured on all data.
     Users' guide: ``doc/strategies/halving.rst``.
 
     Parameters
