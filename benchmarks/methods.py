@@ -214,6 +214,7 @@ METHODS: dict[str, Method] = {
             "hyperband-neighbours", start_rungs="hyperband", neighbour_fraction=0.5
         ),
         _halving_variant("lead", lead_share=0.5),
+        _halving_variant("nolead", lead_share=0.0),
         Method(
             "bayes",
             True,
