@@ -43,8 +43,8 @@ def auto_share(n_dims: int) -> float:
     ``LEAD_MIN_TRIALS`` trials give its GP at least 4 per input dimension,
     else 0.
 
-    With five parameters (HistGradientBoosting, 60 s) its 8 to 20 trials
-    were mostly random ones on a subset, and the search without them
+    With five parameters (HistGradientBoosting, 60 s) its 5 to 20 trials
+    (3 of them random) were too few for its GP, and the search without them
     answered better on three of four tasks (doc/strategies/halving.rst,
     ``lead_share`` under "Parameters that matter").
     """
@@ -83,8 +83,8 @@ class LeadRung:
         self._current: int | None = None
         self._n_searched = 0
         # finished trials by rung, in finishing order (read at every lead
-        # proposal: rebuilt each time, the lookups cost as much as the GP's
-        # fit once lead trials number in the hundreds)
+        # proposal: rebuilt each time, with lead trials in the hundreds the
+        # lookups cost half as much as the lead GP's own fit)
         self._by_rung: dict[int, list[Trial]] = {}
         self._n_sorted = 0
 

@@ -134,9 +134,9 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         trials. 0: none, plain ASHA with the hedge. ``"auto"``: 0.5 for a
         space of at most 2 dimensions (two numeric parameters; a categorical
         one counts one per choice), where its 8 trials give its GP 4 per
-        dimension, else 0: with five parameters the lead's trials were
-        mostly random ones on a subset and lowered the answers (the halving
-        page of the user guide). The share used is ``lead_share_``.
+        dimension, else 0: with five parameters the lead's trials were too
+        few for its GP and lowered the answers (the halving page of the
+        user guide). The share used is ``lead_share_``.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -293,13 +293,12 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         self.min_resources_ = min_resources_rows(self.min_resources, ctx)
         rungs = Rungs.geometric(ctx.n_train, self.min_resources_, self.factor)
         self.fallback_ = len(rungs.rows) < MIN_RUNGS
-        self.lead_share_ = 0.0
-        if not self.fallback_:
-            self.lead_share_ = (
-                auto_share(ctx.space.n_dims)
-                if self.lead_share == "auto"
-                else float(self.lead_share)
-            )
+        if self.fallback_:
+            self.lead_share_ = 0.0
+        elif self.lead_share == "auto":
+            self.lead_share_ = auto_share(ctx.space.n_dims)
+        else:
+            self.lead_share_ = float(self.lead_share)
         if self.fallback_:
             warnings.warn(
                 f"HalvingBayesSearchCV: {ctx.n_train} training rows per split "
