@@ -69,24 +69,36 @@ class LeadRung:
     def __init__(self, share: float, rungs: Rungs, seed: int) -> None:
         self.share = float(share)
         self.rungs = rungs
-        # (lead, all) cost of the finished trials read so far: they are
-        # only ever appended, and due() is asked at every free slot
-        self._spent = [0.0, 0.0]
-        self._n_read = 0
         self.seed = seed
         # one proposer per rung the lead has been on: its own random start
         # (one shared design would run the same configurations again on each
         # rung the lead moves to) and its own MCMC chain
         self._proposers: dict[int, BayesProposer] = {}
-        # the rung of the latest lead trial (None before the first), and
-        # how many finished trials were searched for one while it was None
+        # the rung the lead is on (None before its first proposal)
         self._current: int | None = None
-        self._n_searched = 0
-        # finished trials by rung, in finishing order (read at every lead
-        # proposal: rebuilt each time, with lead trials in the hundreds the
-        # lookups cost half as much as the lead GP's own fit)
+        # What the finished trials read so far (by _read: they are only ever
+        # appended, and due() is asked at every free slot) hold: the (lead,
+        # all) cost, the trials by rung in finishing order (rebuilt at every
+        # proposal, with lead trials in the hundreds, the lookups cost half
+        # as much as the lead GP's own fit), and the rung of the latest lead
+        # trial (a resumed search's lead rung).
+        self._n_read = 0
+        self._spent = [0.0, 0.0]
         self._by_rung: dict[int, list[Trial]] = {}
-        self._n_sorted = 0
+        self._latest: int | None = None
+
+    def _read(self, ctx: SearchContext) -> None:
+        new = ctx.trials[self._n_read :]
+        self._n_read = len(ctx.trials)
+        timed = ctx.max_time is not None
+        for t, j in zip(new, self.rungs.of_many([t.fraction for t in new])):
+            lead = t.extras.get("role") == "lead"
+            cost = t.cost if timed else t.fraction
+            self._spent[1] += cost
+            self._spent[0] += cost if lead else 0.0
+            self._by_rung.setdefault(int(j), []).append(t)
+            if lead:
+                self._latest = int(j)
 
     def rung(self, ctx: SearchContext, ledger: RungLedger) -> int | None:
         """The highest rung above the base and below all data on which
@@ -113,15 +125,14 @@ class LeadRung:
 
     def _current_rung(self, ctx: SearchContext) -> int | None:
         if self._current is None:
-            # a resumed search: the rung of its latest lead trial; the
-            # finished trials searched before held none, so only the new
-            # ones are read
-            new = ctx.trials[self._n_searched :]
-            self._n_searched = len(ctx.trials)
-            for t in reversed([*new, *ctx.pending]):
+            # a resumed search: the rung of its latest lead trial
+            self._read(ctx)
+            for t in reversed(ctx.pending):
                 if t.extras.get("role") == "lead":
                     self._current = self.rungs.of(t.fraction)
                     break
+            else:
+                self._current = self._latest
         return self._current
 
     def due(self, ctx: SearchContext, ledger: RungLedger, chosen: list[Trial]) -> bool:
@@ -132,11 +143,7 @@ class LeadRung:
         all training rows (a count that does not depend on the clock, so
         that a seed fixes the sequence of trials)."""
         timed = ctx.max_time is not None
-        for t in ctx.trials[self._n_read :]:
-            cost = t.cost if timed else t.fraction
-            self._spent[1] += cost
-            self._spent[0] += cost if t.extras.get("role") == "lead" else 0.0
-        self._n_read = len(ctx.trials)
+        self._read(ctx)
         lead, total = self._spent
         for t in [*ctx.pending, *chosen]:
             cost = t.fraction
@@ -158,10 +165,7 @@ class LeadRung:
         in this proposal)."""
         self._current = k
         fraction = float(self.rungs.fractions[k])
-        new = ctx.trials[self._n_sorted :]
-        self._n_sorted = len(ctx.trials)
-        for t, j in zip(new, self.rungs.of_many([t.fraction for t in new])):
-            self._by_rung.setdefault(int(j), []).append(t)
+        self._read(ctx)
         on_k = list(self._by_rung.get(k, ()))
         here = [t for t in running if self.rungs.of(t.fraction) == k]
         proposer = self._proposers.get(k)

@@ -293,12 +293,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         self.min_resources_ = min_resources_rows(self.min_resources, ctx)
         rungs = Rungs.geometric(ctx.n_train, self.min_resources_, self.factor)
         self.fallback_ = len(rungs.rows) < MIN_RUNGS
-        if self.fallback_:
-            self.lead_share_ = 0.0
-        elif self.lead_share == "auto":
-            self.lead_share_ = auto_share(ctx.space.n_dims)
-        else:
-            self.lead_share_ = float(self.lead_share)
+        self.lead_share_ = 0.0
         if self.fallback_:
             warnings.warn(
                 f"HalvingBayesSearchCV: {ctx.n_train} training rows per split "
@@ -324,6 +319,11 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         if self.fallback_:
             return
         self._model = RungModel(ctx.n_train, rungs, ctx.space.n_dims, ctx.seed)
+        self.lead_share_ = (
+            auto_share(ctx.space.n_dims)
+            if self.lead_share == "auto"
+            else float(self.lead_share)
+        )
         self._lead = LeadRung(self.lead_share_, rungs, ctx.seed)
 
     # -- proposing -----------------------------------------------------------------
