@@ -76,12 +76,12 @@ class LeadRung:
         self._proposers: dict[int, BayesProposer] = {}
         # the rung the lead is on (None before its first proposal)
         self._current: int | None = None
-        # What the finished trials read so far (by _read: they are only ever
-        # appended, and due() is asked at every free slot) hold: the (lead,
-        # all) cost, the trials by rung in finishing order (rebuilt at every
-        # proposal, with lead trials in the hundreds, the lookups cost half
-        # as much as the lead GP's own fit), and the rung of the latest lead
-        # trial (a resumed search's lead rung).
+        # Kept from the finished trials read so far by _read (they are only
+        # ever appended, and due() asks at every free slot; rebuilt at each
+        # proposal instead, with lead trials in the hundreds, the lookups
+        # cost half as much as the lead GP's own fit): the (lead, all) cost,
+        # the trials by rung in finishing order, and the rung of the latest
+        # lead trial (a resumed search's lead rung).
         self._n_read = 0
         self._spent = [0.0, 0.0]
         self._by_rung: dict[int, list[Trial]] = {}
