@@ -40,7 +40,7 @@ from ._fidelity import (
     smallest_trusted_level,
 )
 
-__all__ = ["ROLES", "RungLedger", "Rungs", "hyperband_shares"]
+__all__ = ["ROLES", "RungLedger", "Rungs"]
 
 #: What a trial of the halving search is for (``cv_results_["role"]``).
 ROLES = ("new", "promoted", "neighbour", "hedge", "probe", "lead", "final")
@@ -114,27 +114,6 @@ class Rungs:
         """:meth:`of` of each fraction, as an int array."""
         logs = np.log(np.asarray(fractions, dtype=float)).reshape(-1, 1)
         return np.argmin(np.abs(self._log_fractions - logs), axis=1)
-
-
-def hyperband_shares(n_levels: int, factor: float) -> np.ndarray:
-    """Share of new configurations that start ``j`` rungs above the lowest,
-    as Hyperband allots them to its brackets (Li et al. 2018).
-
-    With ``S = n_levels - 1``, the bracket that starts ``j`` rungs up holds
-    ``factor**(S - j) / (S - j + 1)`` configurations per unit: every bracket
-    gets about the same budget, so each larger start gets ``factor`` times
-    fewer configurations, each worth ``factor`` times more rows.
-
-    Examples
-    --------
-    >>> from skbayes_search._rungs import hyperband_shares
-    >>> hyperband_shares(3, factor=3).round(3)  # 9/3, 3/2, 1/1
-    array([0.545, 0.273, 0.182])
-    """
-    s = int(n_levels) - 1
-    j = np.arange(s + 1, dtype=float)
-    w = float(factor) ** (s - j) / (s - j + 1)
-    return w / w.sum()
 
 
 def _finite(value: Any) -> bool:

@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._rungs import hyperband_shares
 from .._trial import SearchContext
 from ..space._unseen import near_unseen
 
@@ -20,6 +19,27 @@ from ..space._unseen import near_unseen
 NEIGHBOUR_SCALE = 0.1
 
 Fits = Callable[[bytes | None, int], bool]
+
+
+def hyperband_shares(n_levels: int, factor: float) -> np.ndarray:
+    """Share of new configurations that start ``j`` rungs above the lowest,
+    as Hyperband allots them to its brackets (Li et al. 2018).
+
+    With ``S = n_levels - 1``, the bracket that starts ``j`` rungs up holds
+    ``factor**(S - j) / (S - j + 1)`` configurations per unit: every bracket
+    gets about the same budget, so each larger start gets ``factor`` times
+    fewer configurations, each worth ``factor`` times more rows.
+
+    Examples
+    --------
+    >>> from skbayes_search.strategies._halving_starts import hyperband_shares
+    >>> hyperband_shares(3, factor=3).round(3)  # 9/3, 3/2, 1/1
+    array([0.545, 0.273, 0.182])
+    """
+    s = int(n_levels) - 1
+    j = np.arange(s + 1, dtype=float)
+    w = float(factor) ** (s - j) / (s - j + 1)
+    return w / w.sum()
 
 
 def start_rung(
