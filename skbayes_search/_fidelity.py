@@ -30,6 +30,7 @@ __all__ = [
     "agreement_between",
     "agreement_by_level",
     "cannot_select",
+    "level_gains",
     "rank_agreement",
     "size_level",
     "smallest_trusted_level",
@@ -263,6 +264,44 @@ def agreement_between(
     both = [key for key in at[low] if key in at[high]]
     tau = rank_agreement([at[low][k] for k in both], [at[high][k] for k in both])
     return Agreement(int(low), tau, len(both))
+
+
+def level_gains(differences: Sequence[Sequence[float]]) -> np.ndarray:
+    """Score gain from each level to the next, to compare scores across levels.
+
+    More rows score higher for the same configuration, so a raw score on a
+    larger subset flatters it against one on a smaller subset. The gain of a
+    step is the median, over the configurations evaluated on both levels, of
+    their score there less their score on the level below. A step nothing
+    has crossed yet takes the gain of the nearest measured step below it
+    (learning curves flatten, so this errs towards the smaller subset),
+    else of the nearest above, else 0.
+
+    Parameters
+    ----------
+    differences : sequence of sequence of float
+        Per step ``j`` (level ``j`` to ``j + 1``), the finite score
+        differences measured across it.
+
+    Returns
+    -------
+    gains : ndarray of shape (len(differences),)
+
+    Examples
+    --------
+    >>> level_gains([[0.10, 0.14, 0.20], [], [0.01], []]).tolist()
+    [0.14, 0.14, 0.01, 0.01]
+    >>> level_gains([[], [0.05]]).tolist()
+    [0.05, 0.05]
+    """
+    gains = np.array([np.median(d) if len(d) else np.nan for d in differences])
+    known = np.flatnonzero(np.isfinite(gains))
+    if not known.size:
+        return np.zeros(len(gains))
+    for j in np.flatnonzero(~np.isfinite(gains)):
+        below = known[known < j]
+        gains[j] = gains[below[-1] if below.size else known[0]]
+    return gains
 
 
 def size_level(rows: int, min_rows: int, factor: float, n_train: int) -> int:

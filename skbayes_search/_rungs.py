@@ -37,6 +37,7 @@ from ._fidelity import (
     Agreement,
     agreement_by_level,
     cannot_select,
+    level_gains,
     smallest_trusted_level,
 )
 
@@ -165,6 +166,9 @@ class RungLedger:
     ({'C': 0.3}, 1)
     """
 
+    #: Roles of trials started above the rungs climbed so far.
+    started_high: tuple[str, ...] = ("hedge", "lead")
+
     def __init__(self, rungs: Rungs, factor: float) -> None:
         self.rungs = rungs
         self.factor = float(factor)
@@ -181,6 +185,9 @@ class RungLedger:
         self._params: dict[bytes, dict] = {}
         self._done: dict[bytes, set[int]] = defaultdict(set)
         self._pairs: list[tuple[bytes, int, float]] = []
+        # per step j, key -> its score on rung j + 1 less that on rung j
+        self._steps: list[dict[bytes, float]] = [{} for _ in range(n - 1)]
+        self._offsets: np.ndarray | None = None
         self._n_seen = 0
         # (fractions, costs, keys) of the successful trials, rebuilt only
         # after new trials: it is read at every proposal
@@ -203,6 +210,7 @@ class RungLedger:
             score = math.nan if t.failed else float(t.score)
             score = score if math.isfinite(score) else math.nan
             self._scores[k][key] = score
+            self._measure_steps(key, k)
             self._costs[k][key] = float(t.cost)
             self._roles[k][key] = str(t.extras.get("role", "new"))
             value = t.extras.get("acquisition_value", math.nan)
@@ -217,6 +225,17 @@ class RungLedger:
                 self._skip_tied_rungs(t.elapsed_time)
             self._track_incumbent(t.elapsed_time)
         self._n_seen = len(trials)
+
+    def _measure_steps(self, key: bytes, k: int) -> None:
+        self._offsets = None
+        for j in (k - 1, k):
+            if 0 <= j < len(self._steps):
+                low = self._scores[j].get(key, math.nan)
+                high = self._scores[j + 1].get(key, math.nan)
+                if math.isfinite(low) and math.isfinite(high):
+                    self._steps[j][key] = high - low
+                else:
+                    self._steps[j].pop(key, None)
 
     def _judge(self, elapsed: float) -> None:
         # only probe/hedge pairs: their configurations were not chosen by
@@ -242,14 +261,15 @@ class RungLedger:
             self.base_trajectory.append((float(elapsed), self.base))
 
     def _incumbent_rungs(self) -> list[int]:
-        """Rungs from the highest down that a configuration reached other
-        than as a hedge (a random configuration started high is no
-        evidence that the rung's best deserves trust)."""
+        """Rungs from the highest down that a configuration climbed to or
+        started on as a new one (a hedge or lead trial, started high, is no
+        evidence that the rung's best deserves trust, nor is its rung a
+        reason to set aside the rungs below)."""
         return [
             k
             for k in range(self.rungs.top, -1, -1)
             if any(
-                math.isfinite(s) and self._roles[k][key] != "hedge"
+                math.isfinite(s) and self._roles[k][key] not in self.started_high
                 for key, s in self._scores[k].items()
             )
         ]
@@ -258,15 +278,20 @@ class RungLedger:
         """``(key, rung, score)`` of the candidates for incumbent, best first.
 
         Every configuration at its highest successful rung, when that is at
-        least the rung below the highest one reached other than as a hedge
-        (and not below the base rung unless nothing is above it). Validation
-        rows are the same on every rung and learning curves rise, so one that
-        scores better on fewer rows is a better bet than one that scored
-        worse with more (a promoted configuration can drop); further down,
-        the best of many configurations on few rows is mostly luck. Ties go
-        to the higher rung, then to the first finished. Once a trial on all
-        data has succeeded, only those count: the search's answer is
-        measured on all data, and the incumbent is what it would return.
+        least the rung below the highest one climbed (and not below the base
+        rung unless nothing is above it), ranked by score; further down, the
+        best of many configurations on few rows is mostly luck. Ties go to
+        the higher rung, then to the first finished. The incumbent keeps its
+        place unless a rival beats it on two scales: the scores as measured,
+        and the scores less the gains of the steps up to their rungs
+        (:meth:`rung_offsets`). Validation rows are the same on every rung
+        and learning curves rise, so a raw score from more rows flatters a
+        configuration (a mediocre lead trial would displace a better
+        incumbent from the rung below), while the median gain undersells the
+        configurations whose curves rise most (those that win on all data
+        where curves cross). Once a trial on all data has succeeded, only
+        those count: the search's answer is measured on all data, and the
+        incumbent is what it would return.
         """
         top = self.rungs.top
         measured = self.successes(top)
@@ -283,7 +308,27 @@ class RungLedger:
                     seen.add(key)
                     ranked.append((key, k, score))
         ranked.sort(key=lambda r: -r[2])  # stable: ties keep the higher rung
-        return ranked
+        held = self.incumbent and next(
+            (r for r in ranked if r[0] == self.incumbent[0]), None
+        )
+        if not held:
+            return ranked
+        offsets = self.rung_offsets()
+        _, k0, s0 = held
+        for rival in ranked:
+            _, k, score = rival
+            if score > s0 and score - offsets[k] > s0 - offsets[k0]:
+                held = rival
+                break
+        return [held, *(r for r in ranked if r is not held)]
+
+    def rung_offsets(self) -> np.ndarray:
+        """Per rung, the summed gains (:func:`level_gains`) of the steps up
+        to it: what a score there is reduced by to compare it with others."""
+        if self._offsets is None:
+            gains = level_gains([list(d.values()) for d in self._steps])
+            self._offsets = np.concatenate([[0.0], np.cumsum(gains)])
+        return self._offsets
 
     def _track_incumbent(self, elapsed: float) -> None:
         ranked = self._ranked_incumbents()

@@ -171,8 +171,10 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         Whenever the incumbent changes: seconds since ``fit`` started, its
         parameters and its measured score. The incumbent is the best
         configuration measured on all data; until one is, the best over
-        the highest rung that some configuration reached other than as a
-        hedge and the rung below it. It ends with ``best_params_``.
+        the highest rung climbed (not counting hedge and lead trials) and
+        the rung below it, with hedge and lead trials above; it changes
+        only for a rival better both as measured and after the median gain
+        of the rows its rung has more. It ends with ``best_params_``.
     base_rung_trajectory_ : list of (float, int)
         Seconds since ``fit`` started and the base rung, from ``(0.0, 0)``
         and at every rise.
@@ -514,8 +516,8 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
 
     def _select_best(self, results: dict, refit_metric: str) -> int:
         # the incumbent: the best on all data, or with no success there the
-        # best over the two highest rungs, never the luckiest of many
-        # configurations on a few rows
+        # best over the two highest rungs climbed, never the luckiest of
+        # many configurations on a few rows
         row = None if callable(self.refit) else self._ledger.incumbent_row()
         if row is None:
             return super()._select_best(results, refit_metric)

@@ -336,6 +336,31 @@ def test_a_hedge_that_scores_better_higher_up_is_the_incumbent():
     assert ledger.params(ledger.final_candidate()) == {"a": 0.3}
 
 
+def test_a_lead_trial_is_compared_after_the_gain_its_extra_rows_give():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = [_record(a, 0, a, "new", rungs) for a in (0.1, 0.2, 0.3, 0.4, 0.5)]
+    # two promotions measure the gain of the step from rung 0 to rung 1
+    trials += [_record(0.5, 1, 0.6, "promoted", rungs)]
+    trials += [_record(0.4, 1, 0.52, "promoted", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.5}, 0.6)
+    # a lead trial on rung 2 scores higher than 0.6 as it is, but by less
+    # than the median gain of a step (0.11; the step from rung 1, never
+    # measured, takes it too), which its extra rows alone explain
+    trials += [_record(0.05, 2, 0.68, "lead", rungs)]
+    # nor does a lead trial two rungs above the highest climbed, scoring
+    # like a constant model, set aside the rungs where the incumbent stands
+    trials += [_record(0.01, 3, 0.3, "lead", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.5}, 0.6)
+    assert ledger.params(ledger.final_candidate()) == {"a": 0.5}
+    # one that beats it by more than the gain is the incumbent
+    trials += [_record(0.06, 2, 0.75, "lead", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.06}, 0.75)
+
+
 def test_asha_bookkeeping(data):
     X, y = data
     search = _search(n_iter=40, n_initial_points=1000, hedge_fraction=0.0).fit(X, y)
