@@ -684,3 +684,48 @@ def test_refit_order_puts_every_runs_final_incumbent_first():
     ]
     order = [p["x"] for p, _ in refit_order(records)]
     assert order == ["b2", "a3", "b1", "a1", "a2"]
+
+
+def test_incumbent_replay_raw_rule_lets_a_lead_trial_displace_and_scaled_does_not():
+    from benchmarks.refit import incumbent_key
+    from benchmarks.studies.incumbent_replay import RawLedger, judge, replay
+    from skbayes_search._rungs import RungLedger
+
+    def trial(t, c, rows, score, role):
+        return {
+            "elapsed": t,
+            "params": {"C": c},
+            "resource": rows,
+            "fraction": rows / 2700,
+            "score": score,
+            "seconds": 0.1,
+            "role": role,
+        }
+
+    # rungs of 100, 300, 900 and all 2,700 rows: four configurations on 100
+    # rows, two promoted (a gain of 0.1 each), then a lead trial on 900 rows
+    run = {
+        "trials": [
+            trial(1.0, 1.0, 100, 0.50, "new"),
+            trial(1.1, 2.0, 100, 0.60, "new"),
+            trial(1.2, 3.0, 100, 0.55, "new"),
+            trial(1.3, 4.0, 100, 0.58, "new"),
+            trial(2.0, 2.0, 300, 0.70, "promoted"),
+            trial(2.1, 4.0, 300, 0.68, "promoted"),
+            trial(3.0, 9.0, 900, 0.75, "lead"),
+        ]
+    }
+    raw = replay(run, RawLedger)
+    scaled = replay(run, RungLedger)
+    assert raw[-1][1:] == ({"C": 9.0}, 0.75)
+    assert scaled[-1][1:] == ({"C": 2.0}, 0.70)
+    scores = {
+        incumbent_key({"C": c}, 1.0): {"test_score": s}
+        for c, s in [(1.0, 0.60), (2.0, 0.90), (9.0, 0.70)]
+    }
+    judged = judge(raw, scores, target=85.0, budget=10.0)
+    assert judged["ttt"] == 1.1 and judged["final"] == pytest.approx(70.0)
+    assert judged["drops"] == 1 and judged["missing"] == []
+    # 60 % from 1.0 to 1.1 s, then 90 % to 3.0 s and 70 % to 10 s
+    assert judged["mean"] == pytest.approx((0.1 * 60 + 1.9 * 90 + 7 * 70) / 9.0)
+    assert judge(scaled, scores, 85.0, 10.0)["drops"] == 0
