@@ -7,7 +7,7 @@ Usage (from the repository root)::
         --target svc-magic=87.72 --target svc-letter=97.10 \\
         --cache /tmp/replay-refits --refit
 
-Every ``halving-bayes`` run of a race folder (:mod:`benchmarks.race`)
+Every ``halving-bayes`` run (``--method``) of a race folder (:mod:`benchmarks.race`)
 records its trials in finishing order: elapsed seconds, parameters, rows,
 CV score and role. Read in that order by a
 :class:`~skbayes_search._rungs.RungLedger`, they give the incumbent after
@@ -18,7 +18,10 @@ compared after the median gain of each step up to their rungs (hedge and
 lead trials left out of the highest rung climbed); and ``both``, the
 library's: the incumbent changes only for a rival better on both scales.
 Replaying ``raw`` reproduces the recorded trajectories of runs made with it,
-which checks the replay.
+which checks the replay, up to ties: the records do not keep which trials
+were random, which the base rung's tie rule reads, so a change between two
+settings at the same score (a constant model's, in the first second) can be
+missed.
 
 The replay changes only which trial is the incumbent, not what the search
 ran: in a real run the incumbent also decides which configuration gets the
@@ -185,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="TASK=PCT",
         help="a task and its target test accuracy in %% (repeatable)",
     )
+    p.add_argument(
+        "--method", default="halving-bayes", help="the runs' method name in the race"
+    )
     p.add_argument("--cache", required=True, help="folder of the extra refits")
     p.add_argument("--refit", action="store_true", help="refit missing incumbents")
     p.add_argument("--data-dir", default=None, help="default ../shared/datasets")
@@ -198,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|" + "---|" * len(columns))
     for spec in args.target:
         task, target = spec.split("=")
-        runs = sorted((base / "runs" / task).glob("halving-bayes-seed*.json"))
+        runs = sorted((base / "runs" / task).glob(f"{args.method}-seed*.json"))
         runs = [json.loads(f.read_text()) for f in runs if "spec" not in f.name]
         trajectories = {
             (run["seed"], rule): replay(run, cls)
