@@ -844,6 +844,10 @@ def test_resume_continues_the_base_rung_and_the_rungs(data, tmp_path, killed_cop
     ]
     # the rise is read back from the store, and new work starts above it
     assert resumed.base_rung_trajectory_[1] == first.base_rung_trajectory_[1]
+    # so is the incumbent, whose changes depend on the order trials finished
+    n = sum(e <= when for e, _, _ in first.incumbent_trajectory_)
+    assert n >= 2
+    assert resumed.incumbent_trajectory_[:n] == first.incumbent_trajectory_[:n]
     starts = [r["rung"] for r in again[cut:] if r["role"] in ("new", "probe")]
     assert starts and min(starts) >= 1
     pairs = [(r["a"], r["rung"]) for r in again]
