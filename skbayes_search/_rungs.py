@@ -2,15 +2,15 @@
 
 A *rung* is a training-subset size; a configuration climbs the rungs one at a
 time, promoted when it ranks in the top ``1 / factor`` of the finished trials
-of its rung (ASHA, Li et al. 2020). :class:`Rungs` holds the sizes;
-:class:`RungLedger` reads the finished trials and answers what the halving
-search needs: the next promotion, the incumbent, and the *base rung*, the
-smallest rung whose ranking is trusted. The base rises when the paired
-scores of probe and hedge trials (the same configuration run on the base rung
-and on a larger one, never selected by its base-rung score) disagree in rank
-(:mod:`skbayes_search._fidelity`), and when the base rung's scores tie too
-often to choose what climbs (tiny subsets on which most settings fit the same
-trivial model). Everything is derived from the trial
+of its rung (ASHA, Li et al. 2020). :class:`Rungs` (from :mod:`._ladder`)
+holds the sizes; :class:`RungLedger` reads the finished trials and answers
+what the halving search needs: the next promotion, the incumbent, and the
+*base rung*, the smallest rung whose ranking is trusted. The base rises when
+the paired scores of probe and hedge trials (the same configuration run on
+the base rung and on a larger one, never selected by its base-rung score)
+disagree in rank (:mod:`skbayes_search._fidelity`), and when the base rung's
+scores tie too often to choose what climbs (tiny subsets on which most
+settings fit the same trivial model). Everything is derived from the trial
 records (fraction, score, the ``role`` extra), so a search resumed from a
 store rebuilds the same state.
 """
@@ -20,8 +20,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -40,81 +38,12 @@ from ._fidelity import (
     level_gains,
     smallest_trusted_level,
 )
+from ._ladder import Rungs
 
 __all__ = ["ROLES", "RungLedger", "Rungs"]
 
 #: What a trial of the halving search is for (``cv_results_["role"]``).
 ROLES = ("new", "promoted", "neighbour", "hedge", "probe", "lead", "final")
-
-
-@dataclass(frozen=True)
-class Rungs:
-    """Training rows per rung: ``min_rows * factor**k`` below the top, all
-    rows at the top.
-
-    Attributes
-    ----------
-    rows : tuple of int
-        Strictly increasing; the last is ``n_train``.
-    n_train : int
-        Training rows of the smallest split.
-
-    Examples
-    --------
-    >>> from skbayes_search._rungs import Rungs
-    >>> rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
-    >>> rungs.rows
-    (20, 60, 180, 540, 1000)
-    >>> rungs.of(0.18), rungs.top
-    (2, 4)
-    """
-
-    rows: tuple[int, ...]
-    n_train: int
-
-    @classmethod
-    def geometric(cls, n_train: int, min_rows: int, factor: float) -> Rungs:
-        """``K = round(log_factor(n_train / min_rows))`` rungs above the first.
-
-        The top rung (all rows) is then between ``factor**0.5`` and
-        ``factor**1.5`` times the rung below it, the nearest to a geometric
-        ladder that ends on all the data.
-        """
-        n_train, min_rows = int(n_train), int(min_rows)
-        n_up = max(0, round(math.log(n_train / min_rows) / math.log(factor)))
-        rows: list[int] = []
-        for k in range(n_up):
-            r = round(min_rows * factor**k)
-            rows.append(max(r, rows[-1] + 1) if rows else r)
-        rows = [r for r in rows if r < n_train] + [n_train]
-        return cls(tuple(rows), n_train)
-
-    @property
-    def top(self) -> int:
-        """Index of the all-data rung."""
-        return len(self.rows) - 1
-
-    @property
-    def fractions(self) -> np.ndarray:
-        """Training fraction of each rung."""
-        return np.asarray(self.rows, dtype=float) / self.n_train
-
-    @cached_property
-    def _log_fractions(self) -> np.ndarray:
-        # read once per finished trial and, at every proposal, for every
-        # trial so far: recomputed each time, the lookups took about 5 % of
-        # the search's own time on 20-row trials
-        return np.log(self.fractions)
-
-    def of(self, fraction: float) -> int:
-        """The rung nearest (in log rows) to a training fraction."""
-        gap = np.abs(self._log_fractions - math.log(float(fraction)))
-        return int(np.argmin(gap))
-
-    def of_many(self, fractions: Sequence[float]) -> np.ndarray:
-        """:meth:`of` of each fraction, as an int array."""
-        logs = np.log(np.asarray(fractions, dtype=float)).reshape(-1, 1)
-        return np.argmin(np.abs(self._log_fractions - logs), axis=1)
 
 
 def _finite(value: Any) -> bool:
@@ -281,8 +210,9 @@ class RungLedger:
         least the rung below the highest one climbed (and not below the base
         rung unless nothing is above it), ranked by score; further down, the
         best of many configurations on few rows is mostly luck. Ties go to
-        the higher rung, then to the first finished. The incumbent keeps its
-        place unless a rival beats it on two scales: the scores as measured,
+        the higher rung, then to the first finished, but for the incumbent:
+        it keeps its place unless a rival beats it on two scales (a tie
+        beats it on neither): the scores as measured,
         and the scores less the gains of the steps up to their rungs
         (:meth:`rung_offsets`). Validation rows are the same on every rung
         and learning curves rise, so a raw score from more rows flatters a
@@ -293,6 +223,27 @@ class RungLedger:
         those count: the search's answer is measured on all data, and the
         incumbent is what it would return.
         """
+        ranked = self._candidates()
+        if not ranked or ranked[0][1] == self.rungs.top:
+            return ranked
+        held = self.incumbent and next(
+            (r for r in ranked if r[0] == self.incumbent[0]), None
+        )
+        if not held:
+            return ranked
+        offsets = self.rung_offsets()
+        _, k0, s0 = held
+        for rival in ranked:
+            _, k, score = rival
+            if score > s0 and score - offsets[k] > s0 - offsets[k0]:
+                held = rival
+                break
+        return [held, *(r for r in ranked if r is not held)]
+
+    def _candidates(self) -> list[tuple[bytes, int, float]]:
+        """The candidates for incumbent (see :meth:`_ranked_incumbents`) by
+        score as measured; ties keep the higher rung, then the first
+        finished."""
         top = self.rungs.top
         measured = self.successes(top)
         if measured:
@@ -308,19 +259,7 @@ class RungLedger:
                     seen.add(key)
                     ranked.append((key, k, score))
         ranked.sort(key=lambda r: -r[2])  # stable: ties keep the higher rung
-        held = self.incumbent and next(
-            (r for r in ranked if r[0] == self.incumbent[0]), None
-        )
-        if not held:
-            return ranked
-        offsets = self.rung_offsets()
-        _, k0, s0 = held
-        for rival in ranked:
-            _, k, score = rival
-            if score > s0 and score - offsets[k] > s0 - offsets[k0]:
-                held = rival
-                break
-        return [held, *(r for r in ranked if r is not held)]
+        return ranked
 
     def rung_offsets(self) -> np.ndarray:
         """Per rung, the summed gains (:func:`level_gains`) of the steps up
