@@ -18,10 +18,7 @@ compared after the median gain of each step up to their rungs (hedge and
 lead trials left out of the highest rung climbed); and ``both``, the
 library's: the incumbent changes only for a rival better on both scales.
 Replaying ``raw`` reproduces the recorded trajectories of runs made with it,
-which checks the replay, up to ties: the records do not keep which trials
-were random, which the base rung's tie rule reads, so a change between two
-settings at the same score (a constant model's, in the first second) can be
-missed.
+which checks the replay.
 
 The replay changes only which trial is the incumbent, not what the search
 ran: in a real run the incumbent also decides which configuration gets the
@@ -61,12 +58,13 @@ from ..tasks import load_task
 
 
 class RawLedger(RungLedger):
-    """The rule before: scores as measured, only hedges set aside."""
+    """The rule before: scores as measured, only hedges set aside, a tie to
+    the higher rung whichever was the incumbent."""
 
     started_high = ("hedge",)
 
-    def rung_offsets(self) -> np.ndarray:
-        return np.zeros(len(self.rungs.rows))
+    def _ranked_incumbents(self) -> list[tuple[bytes, int, float]]:
+        return self._candidates()
 
 
 class GainLedger(RungLedger):
@@ -74,12 +72,11 @@ class GainLedger(RungLedger):
     else: the best on that scale is the incumbent, whatever it was before."""
 
     def _ranked_incumbents(self) -> list[tuple[bytes, int, float]]:
-        ranked = super()._ranked_incumbents()
+        ranked = self._candidates()
         if ranked and ranked[0][1] == self.rungs.top:
             return ranked
         offsets = self.rung_offsets()
-        ranked.sort(key=lambda r: (-r[2], -r[1]))
-        ranked.sort(key=lambda r: -(r[2] - offsets[r[1]]))
+        ranked.sort(key=lambda r: -(r[2] - offsets[r[1]]))  # stable
         return ranked
 
 
