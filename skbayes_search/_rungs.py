@@ -156,15 +156,17 @@ class RungLedger:
         self._n_seen = len(trials)
 
     def _measure_steps(self, key: bytes, k: int) -> None:
-        self._offsets = None
+        # the offsets are recomputed only when a step's differences change:
+        # most trials have no score on a neighbouring rung
         for j in (k - 1, k):
             if 0 <= j < len(self._steps):
                 low = self._scores[j].get(key, math.nan)
                 high = self._scores[j + 1].get(key, math.nan)
                 if math.isfinite(low) and math.isfinite(high):
                     self._steps[j][key] = high - low
-                else:
-                    self._steps[j].pop(key, None)
+                elif self._steps[j].pop(key, None) is None:
+                    continue
+                self._offsets = None
 
     def _judge(self, elapsed: float) -> None:
         # only probe/hedge pairs: their configurations were not chosen by
@@ -212,9 +214,9 @@ class RungLedger:
         best of many configurations on few rows is mostly luck. Ties go to
         the higher rung, then to the first finished, but for the incumbent:
         it keeps its place unless a rival beats it on two scales (a tie
-        beats it on neither): the scores as measured,
-        and the scores less the gains of the steps up to their rungs
-        (:meth:`rung_offsets`). Validation rows are the same on every rung
+        beats it on neither): the scores as measured, and the scores less
+        the gains of the steps up to their rungs (:meth:`rung_offsets`).
+        Validation rows are the same on every rung
         and learning curves rise, so a raw score from more rows flatters a
         configuration (a mediocre lead trial would displace a better
         incumbent from the rung below), while the median gain undersells the
