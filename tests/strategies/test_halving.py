@@ -639,9 +639,13 @@ def test_auto_lead_share_leads_only_in_low_dimensional_spaces(data):
     assert "lead" in wide.cv_results_["role"]
 
 
-def _lead_context(rungs, max_time, trials=(), pending=()):
+def _lead_context(rungs, max_time, trials=(), pending=(), elapsed=0.0):
     ctx = search_context(
-        SPACE, n_train=rungs.n_train, max_time=max_time, n_jobs_effective=2
+        SPACE,
+        n_train=rungs.n_train,
+        max_time=max_time,
+        n_jobs_effective=2,
+        start_time=time.perf_counter() - elapsed,
     )
     ctx.trials += list(trials)
     ctx.pending += list(pending)
@@ -680,14 +684,36 @@ def test_the_lead_rung_is_the_largest_where_enough_trials_fit():
     ledger.base = 2
     assert lead.rung(_lead_context(rungs, 100.0), ledger) is None
     assert LeadRung(0.0, rungs, seed=0).rung(_lead_context(rungs, None), ledger) is None
-    # a lead on rung 3 stays there while 8 trials are predicted to take at
-    # most twice its share (13.2 s against 12.5 s and 25 s), not beyond;
-    # a resumed search finds its rung among its trials
+    # a trial running on rung 3 counts towards its 8: 1 + 100 / 13.2 of
+    # them, not 1 + 50 / 13.2
     ledger.base = 0
     on_3 = Trial({"a": 0.9}, rungs.fractions[3], extras={"role": "lead"})
-    resumed = LeadRung(0.5, rungs, seed=0)
-    assert resumed.rung(_lead_context(rungs, 100.0, pending=[on_3]), ledger) == 3
-    assert resumed.rung(_lead_context(rungs, 50.0, pending=[on_3]), ledger) == 2
+    assert lead.rung(_lead_context(rungs, 100.0, pending=[on_3]), ledger) == 3
+    assert lead.rung(_lead_context(rungs, 50.0, pending=[on_3]), ledger) == 2
+
+
+def test_the_lead_leaves_a_rung_where_the_time_left_pays_for_too_few_trials():
+    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+    ledger = RungLedger(rungs, factor=3)
+    cheap = [
+        _costed(a, k, "new", 0.02 * rungs.rows[k], rungs)
+        for k in range(3)
+        for a in (0.1, 0.2, 0.3)
+    ]
+    # three lead trials on rung 3, measured at 20 s each
+    dear = [_costed(a, 3, "lead", 20.0, rungs) for a in (0.4, 0.5, 0.6)]
+    ledger.absorb(cheap + dear)
+    assert ledger.predicted_cost(None, 3) == pytest.approx(20.0)
+    trials = cheap + dear
+    # 100 s left of 200 s: 3 + 100 / 20 trials on rung 3 at the end, too
+    # few; 3 + 200 / 20 from the start
+    late = _lead_context(rungs, 200.0, trials=trials, elapsed=100.0)
+    assert LeadRung(0.5, rungs, seed=0).rung(late, ledger) == 2
+    early = _lead_context(rungs, 200.0, trials=trials)
+    assert LeadRung(0.5, rungs, seed=0).rung(early, ledger) == 3
+    # and with nothing left, no rung pays for a new configuration
+    over = _lead_context(rungs, 200.0, trials=trials, elapsed=250.0)
+    assert LeadRung(0.5, rungs, seed=0).rung(over, ledger) is None
 
 
 def test_a_lead_trial_is_due_while_lead_trials_have_less_than_their_share():
