@@ -13,7 +13,9 @@ for a search's budget. Why each rule and constant is what it is:
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ __all__ = [
     "cost_upper_bound",
     "full_data_cost",
     "overhead_seconds",
+    "own_scaled_cost",
     "reserve_seconds",
     "row_cost",
     "scaled_cost",
@@ -138,6 +141,47 @@ def scaled_cost(
     b = np.clip(b, *EXPONENT_BOUNDS)
     variable = np.maximum(np.asarray(cost, dtype=float) - c0, c0)
     return np.where(same, cost, c0 + variable * np.exp(b * gap))
+
+
+def own_scaled_cost(
+    c0: float,
+    curve: np.ndarray,
+    fractions: Sequence[float],
+    costs: Sequence[float],
+    to: float,
+) -> float:
+    """One configuration's cost on fraction ``to``, from its own costs.
+
+    Its cost on its largest fraction, scaled along ``curve``
+    (:func:`scaled_cost`), but at least as steeply as its own two largest
+    fits grew, where their cost is mostly variable: a curve fitted on every
+    trial is dominated by the many small fits, and SVC fits on tens of
+    thousands of rows grow faster than those show (on covertype from 5,670
+    to 17,010 rows, as the power 1.6 to 1.8 of the rows where the curve
+    said 1.3 to 1.6).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._cost_model import own_scaled_cost
+    >>> line = np.array([0.0, 1.0, 0.0])
+    >>> own_scaled_cost(0.0, line, [0.25], [1.0], 1.0)  # along the curve
+    4.0
+    >>> own_scaled_cost(0.0, line, [0.125, 0.25], [0.25, 1.0], 1.0)  # own: n**2
+    16.0
+    """
+    order = np.argsort(np.asarray(fractions, dtype=float))
+    f = np.asarray(fractions, dtype=float)[order]
+    c = np.asarray(costs, dtype=float)[order]
+    along = float(scaled_cost(c0, curve, f[-1], c[-1], to))
+    if len(f) < 2 or to <= f[-1] or f[-2] >= f[-1]:
+        return along
+    variable = c[-2:] - c0
+    if np.any(variable < VARIABLE_SHARE * c[-2:]):
+        return along
+    b = math.log(variable[1] / variable[0]) / math.log(f[-1] / f[-2])
+    b = min(max(b, EXPONENT_BOUNDS[0]), EXPONENT_BOUNDS[1])
+    return max(along, float(c0 + variable[1] * (to / f[-1]) ** b))
 
 
 def full_data_cost(c0: float, curve: np.ndarray, fraction: float, cost: float) -> float:

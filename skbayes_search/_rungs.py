@@ -27,6 +27,7 @@ import numpy as np
 from ._cost_model import (
     RESERVE_MAX_SHARE,
     cost_curve,
+    own_scaled_cost,
     reserve_seconds,
     scaled_cost,
     wall_seconds,
@@ -368,17 +369,31 @@ class RungLedger:
 
     def predicted_cost(self, key: bytes | None, k: int) -> float | None:
         """Predicted cost (summed over splits) of a configuration's trial on
-        rung ``k`` (None: a new configuration): its own cost, or for a new
-        one the median cost of the highest rung at or below ``k`` with a
-        success, scaled along the fitted cost curve; None before any success
-        at or below ``k``."""
+        rung ``k`` (None: a new configuration): its own costs scaled up
+        (:func:`own_scaled_cost`), or for a new one the median cost of the
+        highest rung at or below ``k`` with a success, scaled along the
+        fitted cost curve; None before any success at or below ``k``."""
         fractions, costs, _ = self._cost_table()
         if not costs:
             return None
         if self._curve is None:
             self._curve = cost_curve(fractions, costs)
         c0, curve = self._curve
+        ladder = self.rungs.fractions
         own = None if key is None else self.cost(key)
+        if own is not None and k > own[0]:
+            mine = [
+                j
+                for j in sorted(self._done.get(key, ()))
+                if math.isfinite(self._scores[j][key])
+            ]
+            return own_scaled_cost(
+                c0,
+                curve,
+                [ladder[j] for j in mine],
+                [self._costs[j][key] for j in mine],
+                ladder[k],
+            )
         if own is None:
             if self._medians is None:
                 self._medians = [
@@ -390,7 +405,6 @@ class RungLedger:
                 return None
             own = done[0], self._medians[done[0]]
         j, cost = own
-        ladder = self.rungs.fractions
         return float(scaled_cost(c0, curve, ladder[j], cost, ladder[k]))
 
     def fits_in(

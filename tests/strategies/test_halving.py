@@ -692,6 +692,32 @@ def test_the_lead_rung_is_the_largest_where_enough_trials_fit():
     assert lead.rung(_lead_context(rungs, 50.0, pending=[on_3]), ledger) == 2
 
 
+def test_a_promotion_is_predicted_to_cost_at_least_its_own_growth():
+    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+    ledger = RungLedger(rungs, factor=3)
+    # every configuration's cost grows with the rows, except a=0.9's, whose
+    # variable part (beyond the cheapest trial's 0.4 s) grows with their
+    # square from rung 1 to rung 2
+    linear = [
+        _costed(a, k, "new", 0.02 * rungs.rows[k], rungs)
+        for k in range(3)
+        for a in np.linspace(0.1, 0.8, 8)
+    ]
+    steep = [
+        _costed(0.9, 1, "new", 0.4 + 1.0, rungs),
+        _costed(0.9, 2, "promoted", 0.4 + 9.0, rungs),
+    ]
+    ledger.absorb(linear + steep)
+    key = np.array([0.9]).tobytes()
+    assert ledger.predicted_cost(key, 3) == pytest.approx(0.4 + 9.0 * 3**2)
+    # a configuration that grew as the curve did is predicted like a new one
+    plain = np.array([0.2]).tobytes()
+    assert ledger.predicted_cost(plain, 3) == pytest.approx(
+        ledger.predicted_cost(None, 3)
+    )
+    assert ledger.predicted_cost(plain, 3) < 0.4 + 3.2 * 3**2
+
+
 def test_the_lead_leaves_a_rung_where_the_time_left_pays_for_too_few_trials():
     rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
     ledger = RungLedger(rungs, factor=3)
