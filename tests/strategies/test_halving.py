@@ -658,16 +658,20 @@ def _costed(a, rung, role, cost, rungs):
     return record
 
 
+def _linear_costs(rungs, configs):
+    """Trials of ``configs`` on rungs 0 to 2, at 0.02 s per row (summed over
+    splits)."""
+    return [
+        _costed(a, k, "new", 0.02 * rungs.rows[k], rungs)
+        for k in range(3)
+        for a in configs
+    ]
+
+
 def test_the_lead_rung_is_the_largest_where_enough_trials_fit():
     rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
     ledger = RungLedger(rungs, factor=3)
-    # a cost proportional to the rows: 0.02 s per row, summed over splits
-    trials = [
-        _costed(a, k, "new", 0.02 * rungs.rows[k], rungs)
-        for k in range(3)
-        for a in (0.1, 0.2, 0.3)
-    ]
-    ledger.absorb(trials)
+    ledger.absorb(_linear_costs(rungs, (0.1, 0.2, 0.3)))
     lead = LeadRung(0.5, rungs, seed=0)
     predicted = [ledger.predicted_cost(None, k) for k in range(5)]
     assert predicted[2] == pytest.approx(3.6)
@@ -698,11 +702,7 @@ def test_a_promotion_is_predicted_to_cost_at_least_its_own_growth():
     # every configuration's cost grows with the rows, except a=0.9's, whose
     # variable part (beyond the cheapest trial's 0.4 s) grows with their
     # square from rung 1 to rung 2
-    linear = [
-        _costed(a, k, "new", 0.02 * rungs.rows[k], rungs)
-        for k in range(3)
-        for a in np.linspace(0.1, 0.8, 8)
-    ]
+    linear = _linear_costs(rungs, np.linspace(0.1, 0.8, 8))
     steep = [
         _costed(0.9, 1, "new", 0.4 + 1.0, rungs),
         _costed(0.9, 2, "promoted", 0.4 + 9.0, rungs),
@@ -721,11 +721,7 @@ def test_a_promotion_is_predicted_to_cost_at_least_its_own_growth():
 def test_the_lead_leaves_a_rung_where_the_time_left_pays_for_too_few_trials():
     rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
     ledger = RungLedger(rungs, factor=3)
-    cheap = [
-        _costed(a, k, "new", 0.02 * rungs.rows[k], rungs)
-        for k in range(3)
-        for a in (0.1, 0.2, 0.3)
-    ]
+    cheap = _linear_costs(rungs, (0.1, 0.2, 0.3))
     # three lead trials on rung 3, measured at 20 s each
     dear = [_costed(a, 3, "lead", 20.0, rungs) for a in (0.4, 0.5, 0.6)]
     ledger.absorb(cheap + dear)
