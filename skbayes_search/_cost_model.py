@@ -157,8 +157,8 @@ def own_scaled_cost(
     fits grew, where their cost is mostly variable: a curve fitted on every
     trial is dominated by the many small fits, and SVC fits on tens of
     thousands of rows grow faster than those show (on covertype from 5,670
-    to 17,010 rows, as the power 1.6 to 1.8 of the rows where the curve
-    said 1.3 to 1.6).
+    to 17,010 rows, as the power 1.44 to 1.87 of the rows where the curve
+    said 1.29 to 1.66; ``doc/strategies/halving.rst``).
 
     Examples
     --------
