@@ -11,6 +11,7 @@ from skbayes_search._cost_model import (
     cost_upper_bound,
     full_data_cost,
     overhead_seconds,
+    own_scaled_cost,
     reserve_seconds,
     row_cost,
     scaled_cost,
@@ -268,3 +269,22 @@ def test_cost_model_joins_the_gp_bound_and_the_curve(cost_gp):
     assert model.final_reserve(x_full, own, max_time=1e6) == expected
     capped = model.final_reserve(x_full, own, max_time=expected)
     assert capped == RESERVE_MAX_SHARE * expected
+
+
+def test_own_growth_counts_only_where_fits_are_mostly_variable():
+    line = np.array([0.0, 1.0, 0.0])
+    # steeper than the curve (variable parts 1 -> 8 over a doubling: cubic)
+    assert own_scaled_cost(0.1, line, [0.25, 0.5], [1.1, 8.1], 1.0) == pytest.approx(
+        0.1 + 8.0 * 2**3
+    )
+    # the same growth where the fixed part is most of the cost reads the curve
+    fixed = own_scaled_cost(2.0, line, [0.25, 0.5], [2.5, 5.5], 1.0)
+    assert fixed == pytest.approx(2.0 + 3.5 * 2)
+    # flatter than the curve: never below it
+    assert own_scaled_cost(0.0, line, [0.25, 0.5], [4.0, 4.0], 1.0) == pytest.approx(
+        8.0
+    )
+    # scaled down (or to its own fraction) it is the curve's alone
+    assert own_scaled_cost(0.0, line, [0.25, 0.5], [1.0, 8.0], 0.5) == pytest.approx(
+        8.0
+    )
