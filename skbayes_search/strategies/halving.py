@@ -121,8 +121,8 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         Share of the fit time (summed over splits) given to plain Bayesian
         optimisation on the *lead rung*: the largest rung above the base and
         below all data that, under ``max_time``, is predicted to end the
-        search with 8 trials (those on it already, and those the share of
-        the time left pays for; without ``max_time``, the rung below all
+        search with 8 trials (those on it already, and those the rest of
+        the share pays for; without ``max_time``, the rung below all
         data). Its configurations are proposed by the EI of a GP fitted on
         that rung's trials alone, after 3 random ones (configurations
         promoted there count), so rankings on smaller subsets cannot mislead

@@ -688,11 +688,11 @@ def test_the_lead_rung_is_the_largest_where_enough_trials_fit():
     ledger.base = 2
     assert lead.rung(_lead_context(rungs, 100.0), ledger) is None
     assert LeadRung(0.0, rungs, seed=0).rung(_lead_context(rungs, None), ledger) is None
-    # a trial running on rung 3 counts towards its 8: 1 + 100 / 13.2 of
-    # them, not 1 + 50 / 13.2
+    # a lead trial running on rung 3 counts towards its 8, and its predicted
+    # cost is spent: 1 + (110 - 13.2) / 13.2 of them, not 1 + (50 - 13.2) / 13.2
     ledger.base = 0
     on_3 = Trial({"a": 0.9}, rungs.fractions[3], extras={"role": "lead"})
-    assert lead.rung(_lead_context(rungs, 100.0, pending=[on_3]), ledger) == 3
+    assert lead.rung(_lead_context(rungs, 110.0, pending=[on_3]), ledger) == 3
     assert lead.rung(_lead_context(rungs, 50.0, pending=[on_3]), ledger) == 2
 
 
@@ -718,7 +718,7 @@ def test_a_promotion_is_predicted_to_cost_at_least_its_own_growth():
     assert ledger.predicted_cost(plain, 3) < 0.4 + 3.2 * 3**2
 
 
-def test_the_lead_leaves_a_rung_where_the_time_left_pays_for_too_few_trials():
+def test_the_lead_leaves_a_rung_where_the_rest_of_its_share_pays_for_too_few():
     rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
     ledger = RungLedger(rungs, factor=3)
     cheap = _linear_costs(rungs, (0.1, 0.2, 0.3))
@@ -727,15 +727,20 @@ def test_the_lead_leaves_a_rung_where_the_time_left_pays_for_too_few_trials():
     ledger.absorb(cheap + dear)
     assert ledger.predicted_cost(None, 3) == pytest.approx(20.0)
     trials = cheap + dear
-    # 100 s left of 200 s: 3 + 100 / 20 trials on rung 3 at the end, too
-    # few; 3 + 200 / 20 from the start
-    late = _lead_context(rungs, 200.0, trials=trials, elapsed=100.0)
-    assert LeadRung(0.5, rungs, seed=0).rung(late, ledger) == 2
-    early = _lead_context(rungs, 200.0, trials=trials)
-    assert LeadRung(0.5, rungs, seed=0).rung(early, ledger) == 3
-    # and with nothing left, no rung pays for a new configuration
-    over = _lead_context(rungs, 200.0, trials=trials, elapsed=250.0)
-    assert LeadRung(0.5, rungs, seed=0).rung(over, ledger) is None
+
+    def lead_rung(max_time, elapsed=0.0):
+        ctx = _lead_context(rungs, max_time, trials=trials, elapsed=elapsed)
+        return LeadRung(0.5, rungs, seed=0).rung(ctx, ledger)
+
+    # half of 200 s on 2 workers, less the 60 s spent: 3 + 140 / 20 trials
+    # on rung 3 at the end; with 120 s, 3 + 60 / 20, too few
+    assert lead_rung(200.0) == 3
+    assert lead_rung(120.0) == 2
+    # how much of max_time has passed does not count: a lead behind its
+    # share catches up
+    assert lead_rung(200.0, elapsed=150.0) == 3
+    # with its share spent, no rung pays for a new configuration
+    assert lead_rung(60.0) is None
 
 
 def test_a_lead_trial_is_due_while_lead_trials_have_less_than_their_share():
