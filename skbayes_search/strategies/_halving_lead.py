@@ -18,9 +18,8 @@ from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
 from .bayes import BayesProposer
 
-# Trials the lead rung must end the search with (those already there,
-# whatever brought them, and those the rest of its share pays for); a
-# larger rung with fewer is random search on a handful of settings.
+# Trials of the lead rung that must fit in its share of max_time; a larger
+# rung with fewer is random search on a handful of settings.
 LEAD_MIN_TRIALS = 8
 # Random configurations on the lead rung before its GP proposes (the
 # configurations promoted there count towards them).
@@ -30,6 +29,11 @@ _N_INITIAL = 3
 # number in the hundreds, and a sampled GP's proposal (0.14 s at 180 trials)
 # cost more than the trial and left the workers waiting for it.
 _MCMC_UNTIL = 40
+# The lead stays on its rung until the rung's predicted cost is this many
+# times what LEAD_MIN_TRIALS allow: early predictions, extrapolated from the
+# smallest rungs, move it up and down, and each rung it visits starts its GP
+# afresh.
+_STAY = 2.0
 # The lead's share of the fit time where the user leaves it to the search.
 AUTO_SHARE = 0.5
 
@@ -70,14 +74,18 @@ class LeadRung:
         # (one shared design would run the same configurations again on each
         # rung the lead moves to) and its own MCMC chain
         self._proposers: dict[int, BayesProposer] = {}
+        # the rung the lead is on (None before its first proposal)
+        self._current: int | None = None
         # Kept from the finished trials read so far by _read (they are only
         # ever appended, and due() asks at every free slot; rebuilt at each
         # proposal instead, with lead trials in the hundreds, the lookups
         # cost half as much as the lead GP's own fit): the (lead, all) cost,
-        # and the trials by rung in finishing order.
+        # the trials by rung in finishing order, and the rung of the latest
+        # lead trial (a resumed search's lead rung).
         self._n_read = 0
         self._spent = [0.0, 0.0]
         self._by_rung: dict[int, list[Trial]] = {}
+        self._latest: int | None = None
 
     def _read(self, ctx: SearchContext) -> None:
         new = ctx.trials[self._n_read :]
@@ -89,48 +97,43 @@ class LeadRung:
             self._spent[1] += cost
             self._spent[0] += cost if lead else 0.0
             self._by_rung.setdefault(int(j), []).append(t)
+            if lead:
+                self._latest = int(j)
 
     def rung(self, ctx: SearchContext, ledger: RungLedger) -> int | None:
-        """The highest rung above the base and below all data that is
-        predicted to end the search with ``LEAD_MIN_TRIALS`` trials: those
-        finished or running there, plus as many new configurations as the
-        rest of the lead's share pays for (its share of ``max_time`` on the
-        search's workers, less the cost of the lead trials finished and
-        running); without ``max_time``, the rung below all data. None when
-        there is none or nothing to predict its cost from.
-
-        Counting the trials already on a rung keeps a lead on its rung
-        while early cost predictions, extrapolated from the smallest rungs,
-        move up and down (each rung the lead visits starts its GP afresh);
-        counting only what is left of the share moves it down once that
-        rung's measured cost leaves no room for its GP to propose. What is
-        left is the share less what the lead has spent, not its share of the
-        time left: lead trials are few and large, so the lead runs behind
-        its share between them, and that lag moved the lead of each of three
-        60 s searches on connect_4 from 2,430 down to 810 rows (in one of
-        them every SVC setting tried there tied at the majority class)."""
+        """The highest rung above the base and below all data on which
+        ``LEAD_MIN_TRIALS`` new configurations are predicted to fit in the
+        lead's share of ``max_time`` on the search's workers (without
+        ``max_time``, the rung below all data); None when there is none or
+        nothing to predict its cost from. A lead already on a rung above
+        the base stays there while that rung is predicted to cost at most
+        ``_STAY`` times as much."""
         top, base = self.rungs.top, ledger.base
         if self.share <= 0 or base + 1 >= top:
             return None
         if ctx.max_time is None:
             return top - 1
-        self._read(ctx)
-        here = self.rungs.of_many([t.fraction for t in ctx.pending])
-        spent = self._spent[0] + sum(
-            ledger.predicted_cost(None, int(j)) or 0.0
-            for t, j in zip(ctx.pending, here)
-            if t.extras.get("role") == "lead"
-        )
-        share = self.share * ctx.max_time * ctx.n_jobs_effective
-        left = max(share - spent, 0.0)
+        budget = self.share * ctx.max_time * ctx.n_jobs_effective / LEAD_MIN_TRIALS
+        current = self._current_rung(ctx)
         for k in range(top - 1, base, -1):
             cost = ledger.predicted_cost(None, k)
             if cost is None:
                 continue
-            n_k = len(self._by_rung.get(k, ())) + int(sum(here == k))
-            if n_k + left / cost >= LEAD_MIN_TRIALS:
+            if cost <= budget or (k == current and cost <= _STAY * budget):
                 return k
         return None
+
+    def _current_rung(self, ctx: SearchContext) -> int | None:
+        if self._current is None:
+            # a resumed search: the rung of its latest lead trial
+            self._read(ctx)
+            for t in reversed(ctx.pending):
+                if t.extras.get("role") == "lead":
+                    self._current = self.rungs.of(t.fraction)
+                    break
+            else:
+                self._current = self._latest
+        return self._current
 
     def due(self, ctx: SearchContext, ledger: RungLedger, chosen: list[Trial]) -> bool:
         """Whether the next trial should be a lead trial (the search's
@@ -160,6 +163,7 @@ class LeadRung:
         the rung's trials (whatever brought them there), conditioned on the
         trials running there (``running``: the pending ones and those chosen
         in this proposal)."""
+        self._current = k
         fraction = float(self.rungs.fractions[k])
         self._read(ctx)
         on_k = list(self._by_rung.get(k, ()))

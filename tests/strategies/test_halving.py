@@ -639,13 +639,9 @@ def test_auto_lead_share_leads_only_in_low_dimensional_spaces(data):
     assert "lead" in wide.cv_results_["role"]
 
 
-def _lead_context(rungs, max_time, trials=(), pending=(), elapsed=0.0):
+def _lead_context(rungs, max_time, trials=(), pending=()):
     ctx = search_context(
-        SPACE,
-        n_train=rungs.n_train,
-        max_time=max_time,
-        n_jobs_effective=2,
-        start_time=time.perf_counter() - elapsed,
+        SPACE, n_train=rungs.n_train, max_time=max_time, n_jobs_effective=2
     )
     ctx.trials += list(trials)
     ctx.pending += list(pending)
@@ -688,12 +684,14 @@ def test_the_lead_rung_is_the_largest_where_enough_trials_fit():
     ledger.base = 2
     assert lead.rung(_lead_context(rungs, 100.0), ledger) is None
     assert LeadRung(0.0, rungs, seed=0).rung(_lead_context(rungs, None), ledger) is None
-    # a lead trial running on rung 3 counts towards its 8, and its predicted
-    # cost is spent: 1 + (110 - 13.2) / 13.2 of them, not 1 + (50 - 13.2) / 13.2
+    # a lead on rung 3 stays there while 8 trials are predicted to take at
+    # most twice its share (13.2 s against 12.5 s and 25 s), not beyond;
+    # a resumed search finds its rung among its trials
     ledger.base = 0
     on_3 = Trial({"a": 0.9}, rungs.fractions[3], extras={"role": "lead"})
-    assert lead.rung(_lead_context(rungs, 110.0, pending=[on_3]), ledger) == 3
-    assert lead.rung(_lead_context(rungs, 50.0, pending=[on_3]), ledger) == 2
+    resumed = LeadRung(0.5, rungs, seed=0)
+    assert resumed.rung(_lead_context(rungs, 100.0, pending=[on_3]), ledger) == 3
+    assert resumed.rung(_lead_context(rungs, 50.0, pending=[on_3]), ledger) == 2
 
 
 def test_a_promotion_is_predicted_to_cost_at_least_its_own_growth():
@@ -716,31 +714,6 @@ def test_a_promotion_is_predicted_to_cost_at_least_its_own_growth():
         ledger.predicted_cost(None, 3)
     )
     assert ledger.predicted_cost(plain, 3) < 0.4 + 3.2 * 3**2
-
-
-def test_the_lead_leaves_a_rung_where_the_rest_of_its_share_pays_for_too_few():
-    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
-    ledger = RungLedger(rungs, factor=3)
-    cheap = _linear_costs(rungs, (0.1, 0.2, 0.3))
-    # three lead trials on rung 3, measured at 20 s each
-    dear = [_costed(a, 3, "lead", 20.0, rungs) for a in (0.4, 0.5, 0.6)]
-    ledger.absorb(cheap + dear)
-    assert ledger.predicted_cost(None, 3) == pytest.approx(20.0)
-    trials = cheap + dear
-
-    def lead_rung(max_time, elapsed=0.0):
-        ctx = _lead_context(rungs, max_time, trials=trials, elapsed=elapsed)
-        return LeadRung(0.5, rungs, seed=0).rung(ctx, ledger)
-
-    # half of 200 s on 2 workers, less the 60 s spent: 3 + 140 / 20 trials
-    # on rung 3 at the end; with 120 s, 3 + 60 / 20, too few
-    assert lead_rung(200.0) == 3
-    assert lead_rung(120.0) == 2
-    # how much of max_time has passed does not count: a lead behind its
-    # share catches up
-    assert lead_rung(200.0, elapsed=150.0) == 3
-    # with its share spent, no rung pays for a new configuration
-    assert lead_rung(60.0) is None
 
 
 def test_a_lead_trial_is_due_while_lead_trials_have_less_than_their_share():
