@@ -27,11 +27,12 @@ class StationaryARD(Kernel):
     ``k(x, x') = f(r^2)`` with ``r^2 = sum_d (x_d - x'_d)^2 / l_d^2`` over the
     columns ``dims`` and ``f(0) = 1`` (the amplitude is the GP's). The
     hyperparameters are ``log l_d``; their prior is flat (top-hat) on
-    ``log_length_bounds``. This class holds the column selection, the box and
-    prior, and the scaled distances; a subclass gives only the radial profile
-    ``f`` (:meth:`_profile`) and its slope ``w = -2 df / d(r^2)``
-    (:meth:`_profile_slope`), from which ``dk / d log l_d = w(r^2)
-    (x_d - x'_d)^2 / l_d^2``.
+    ``log_length_bounds``, or with ``log_length_prior`` a normal density on
+    each ``log l_d`` truncated to that box. This class holds the column
+    selection, the box and prior, and the scaled distances; a subclass gives
+    only the radial profile ``f`` (:meth:`_profile`) and its slope
+    ``w = -2 df / d(r^2)`` (:meth:`_profile_slope`), from which
+    ``dk / d log l_d = w(r^2) (x_d - x'_d)^2 / l_d^2``.
 
     Parameters
     ----------
@@ -43,6 +44,9 @@ class StationaryARD(Kernel):
         Bounds of every log length scale.
     n_dims : int or None, default=None
         Number of input columns when ``dims`` is None.
+    log_length_prior : (float, float) or None, default=None
+        ``(mean, sd)`` of a normal prior on every log length scale inside
+        ``log_length_bounds``; None: flat on the box.
     """
 
     def __init__(
@@ -51,6 +55,7 @@ class StationaryARD(Kernel):
         *,
         log_length_bounds: tuple[float, float] = (np.log(0.01), np.log(10.0)),
         n_dims: int | None = None,
+        log_length_prior: tuple[float, float] | None = None,
     ):
         self.dims = self._dims_from(dims)
         self.log_length_bounds = (
@@ -60,6 +65,15 @@ class StationaryARD(Kernel):
         if not self.log_length_bounds[0] < self.log_length_bounds[1]:
             raise ValueError("log_length_bounds must be (low, high) with low < high.")
         self.n_dims = n_dims if self.dims is None else len(self.dims)
+        if log_length_prior is not None:
+            mean, sd = (float(v) for v in log_length_prior)
+            if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
+                raise ValueError(
+                    "log_length_prior must be (mean, sd) with a finite mean and "
+                    f"sd > 0, got {log_length_prior!r}."
+                )
+            log_length_prior = (mean, sd)
+        self.log_length_prior = log_length_prior
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(dims={self.dims}, n_dims={self.n_dims})"
@@ -124,13 +138,24 @@ class StationaryARD(Kernel):
         return X[:, self.dims]
 
     def log_prior(self, theta: np.ndarray) -> float:
-        # top-hat: constant inside the box (this runs once per MCMC step)
+        # top-hat, or a normal density, inside the box (this runs once per
+        # MCMC step)
         lo, hi = self.log_length_bounds
         theta = np.asarray(theta, dtype=float)
-        return 0.0 if theta.min() >= lo and theta.max() <= hi else -np.inf
+        if not (theta.min() >= lo and theta.max() <= hi):
+            return -np.inf
+        if self.log_length_prior is None:
+            return 0.0
+        mean, sd = self.log_length_prior
+        z = (theta - mean) / sd
+        return float(-0.5 * (z @ z))
 
     def log_prior_grad(self, theta: np.ndarray) -> np.ndarray:
-        return np.zeros(np.size(theta))
+        theta = np.asarray(theta, dtype=float)
+        if self.log_length_prior is None:
+            return np.zeros(theta.size)
+        mean, sd = self.log_length_prior
+        return -(theta - mean) / sd**2
 
     def precompute(self, X1: Any, X2: Any = None) -> Any:
         A = self._cols(_as_2d(X1))
@@ -221,13 +246,25 @@ class Matern52(StationaryARD):
     ``r^2 = sum_d (x_d - x'_d)^2 / l_d^2`` over the columns ``dims``. The
     hyperparameters are ``log l_d``; their prior is flat (top-hat) on
     ``log_length_bounds`` (inputs live in the unit cube, so the default
-    ``[log 0.01, log 10]`` spans everything from very wiggly to almost linear).
+    ``[log 0.01, log 10]`` spans everything from very wiggly to almost linear)
+    unless ``log_length_prior`` gives a normal one.
 
     Parameters
     ----------
-    dims, log_length_bounds, n_dims
-        The columns looked at, the bounds of every log length scale and the
-        input width when ``dims`` is None; see :class:`StationaryARD`.
+    dims, log_length_bounds, n_dims, log_length_prior
+        The columns looked at, the bounds of every log length scale, the
+        input width when ``dims`` is None and the prior on the log length
+        scales; see :class:`StationaryARD`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import Matern52
+    >>> flat = Matern52(n_dims=2)
+    >>> centred = Matern52(n_dims=2, log_length_prior=(0.0, 1.0))
+    >>> theta = np.log([1.0, 5.0])
+    >>> flat.log_prior(theta), round(centred.log_prior(theta), 3)
+    (0.0, -1.295)
     """
 
     def _profile(self, r2: np.ndarray) -> np.ndarray:

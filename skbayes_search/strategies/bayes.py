@@ -13,6 +13,7 @@ from .._trial import SearchContext, Trial
 from .._validation import warn_if_space_small
 from ..acquisition import make_acquisition
 from ..gp import GPSurrogate
+from ..gp.kernels import Kernel
 from ..optimize import QUICK, propose_batch
 from ..space._unseen import drop_seen
 
@@ -276,6 +277,9 @@ class BayesProposer:
         acquisition is then maximised with fewer candidates and one polish,
         as where trials are cheap enough to number in the hundreds). None:
         sampled throughout.
+    kernel : Kernel or None, default=None
+        The GP's kernel (each surrogate gets its own copy); None: a Matern
+        5/2 kernel with the paper's flat prior on its log length scales.
 
     Examples
     --------
@@ -305,15 +309,17 @@ class BayesProposer:
         seed: int,
         kappa: float = 2.0,
         mcmc_until: int | None = None,
+        kernel: Kernel | None = None,
     ) -> None:
         self.acquisition = acquisition
+        self.kernel = kernel
         self.kappa = kappa
         self.hyperparameter_sampling = hyperparameter_sampling
         self.n_initial_points = n_initial_points
         self.seed = seed
         self.mcmc_until = mcmc_until
         self.surrogate = GPSurrogate(
-            hyperparameter_sampling=hyperparameter_sampling, random_state=seed
+            kernel, hyperparameter_sampling=hyperparameter_sampling, random_state=seed
         )
         self._map_surrogate: GPSurrogate | None = None
         self.cost_surrogate = (
@@ -421,6 +427,7 @@ class BayesProposer:
             return self.surrogate
         if self._map_surrogate is None:
             self._map_surrogate = GPSurrogate(
+                self.kernel,
                 hyperparameter_sampling="map",
                 random_state=self.seed,
                 reoptimize_growth=0.25,

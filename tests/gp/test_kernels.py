@@ -17,6 +17,7 @@ def _kernels():
     return [
         (Matern52(n_dims=3), np.log([0.3, 0.5, 2.0])),
         (Matern52(dims=[0, 2]), np.log([0.2, 0.7])),
+        (Matern52(n_dims=3, log_length_prior=(0.0, 1.0)), np.log([0.3, 4.0, 1.0])),
         (BasisKernel(2, "loss"), np.array([0.3, -1.2, -0.4])),
         (BasisKernel(2, "cost"), np.array([-0.5, 2.0, 0.1])),
         (
@@ -117,3 +118,27 @@ def test_basis_kernel_is_phi_sigma_phi_and_psd_for_any_theta():
             assert_psd(km(np.concatenate([[np.log(0.3)], theta]), s))
     with pytest.raises(ValueError, match="basis"):
         BasisKernel(0, "nope")
+
+
+def test_log_length_prior_is_a_truncated_normal_on_log_scales():
+    kernel = Matern52(n_dims=2, log_length_prior=(np.log(0.5), 2.0))
+    theta = np.log([0.1, 3.0])
+    z = (theta - np.log(0.5)) / 2.0
+    assert kernel.log_prior(theta) == pytest.approx(-0.5 * z @ z)
+    step = 1e-6
+    numeric = [
+        (kernel.log_prior(theta + step * e) - kernel.log_prior(theta - step * e))
+        / (2 * step)
+        for e in np.eye(2)
+    ]
+    np.testing.assert_allclose(kernel.log_prior_grad(theta), numeric, rtol=1e-6)
+    # the box still bounds it, and the flat default is unchanged
+    assert kernel.log_prior(np.log([0.1, 20.0])) == -np.inf
+    assert Matern52(n_dims=2).log_prior(theta) == 0.0
+    np.testing.assert_array_equal(Matern52(n_dims=2).log_prior_grad(theta), 0.0)
+
+
+@pytest.mark.parametrize("prior", [(0.0, 0.0), (0.0, -1.0), (np.nan, 1.0)])
+def test_log_length_prior_refuses_a_degenerate_normal(prior):
+    with pytest.raises(ValueError, match="log_length_prior"):
+        Matern52(log_length_prior=prior)

@@ -17,7 +17,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skbayes_search import HalvingBayesSearchCV, Real
 from skbayes_search._rungs import RungLedger, Rungs
 from skbayes_search._trial import Trial, TrialRecord
-from skbayes_search.strategies._halving_lead import LeadRung
+from skbayes_search.strategies._halving_lead import LEAD_LENGTH_PRIOR, LeadRung
 from tests.helpers import search_context
 
 # The checks scikit-learn itself marks as expected failures for its searches.
@@ -692,6 +692,18 @@ def test_the_lead_rung_is_the_largest_where_enough_trials_fit():
     resumed = LeadRung(0.5, rungs, seed=0)
     assert resumed.rung(_lead_context(rungs, 100.0, pending=[on_3]), ledger) == 3
     assert resumed.rung(_lead_context(rungs, 50.0, pending=[on_3]), ledger) == 2
+
+
+def test_the_lead_gp_has_the_lead_length_scale_prior():
+    # the lead's GP (not BayesSearchCV's) puts a normal prior on its log
+    # length scales: with the paper's flat one it proposed SVC's corners
+    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+    on_3 = [_record(a, 3, 0.5 + a / 4, "lead", rungs) for a in (0.1, 0.4, 0.7, 0.9)]
+    lead = LeadRung(0.5, rungs, seed=0)
+    (trial,) = lead.propose(_lead_context(rungs, None, trials=on_3), 3, 1, 5, [])
+    assert np.isfinite(trial.extras["acquisition_value"])
+    kernel = lead._proposers[3].surrogate.kernel_
+    assert kernel.log_length_prior == LEAD_LENGTH_PRIOR == (0.0, 1.0)
 
 
 def test_a_promotion_is_predicted_to_cost_at_least_its_own_growth():
