@@ -674,10 +674,15 @@ def test_the_lead_rung_is_the_largest_where_enough_trials_fit():
     # the line fitted to the variable part (cost less the cheapest, 0.4 s)
     # of rungs 1 and 2 has slope log(3.2 / 0.8) / log(3)
     assert predicted[3] == pytest.approx(0.4 + 3.2 * 4.0)
-    # 8 trials in half of max_time on 2 workers: 13.2 s fits in 110 s, not
-    # in 100 s; never the all-data rung, never at or below the base rung
-    assert lead.rung(_lead_context(rungs, 110.0), ledger) == 3
-    assert lead.rung(_lead_context(rungs, 100.0), ledger) == 2
+    # 8 trials in half of max_time less the 21.2 s kept for the incumbent's
+    # all-data evaluation, on 2 workers: 13.2 s fits in 130 s, not in 120 s
+    # (without the time kept, 110 s would do); never the all-data rung, never
+    # at or below the base rung
+    ctx = _lead_context(rungs, 130.0)
+    kept = 130.0 - ledger.seconds_allowed(130.0, 130.0, 13.0, ctx.n_splits, 2)
+    assert kept == pytest.approx(21.2, abs=0.05)
+    assert lead.rung(ctx, ledger) == 3
+    assert lead.rung(_lead_context(rungs, 120.0), ledger) == 2
     assert lead.rung(_lead_context(rungs, 1e6), ledger) == 3
     assert lead.rung(_lead_context(rungs, None), ledger) == 3
     assert lead.rung(_lead_context(rungs, 1.2 * 8 - 0.1), ledger) is None
@@ -691,7 +696,25 @@ def test_the_lead_rung_is_the_largest_where_enough_trials_fit():
     on_3 = Trial({"a": 0.9}, rungs.fractions[3], extras={"role": "lead"})
     resumed = LeadRung(0.5, rungs, seed=0)
     assert resumed.rung(_lead_context(rungs, 100.0, pending=[on_3]), ledger) == 3
-    assert resumed.rung(_lead_context(rungs, 50.0, pending=[on_3]), ledger) == 2
+    assert resumed.rung(_lead_context(rungs, 55.0, pending=[on_3]), ledger) == 2
+
+
+def test_the_lead_rung_is_at_most_two_rungs_above_a_measured_one():
+    # costs on rungs far above the measured ones are extrapolated (and SVC's
+    # grow faster than the curve there): with successes on rung 0 only, the
+    # lead goes no higher than rung 2 however long the search
+    rungs = Rungs.geometric(n_train=10_000, min_rows=20, factor=3)
+    ledger = RungLedger(rungs, factor=3)
+    ledger.absorb([_costed(a, 0, "new", 0.4, rungs) for a in (0.1, 0.2, 0.3)])
+    assert rungs.top == 6
+    assert LeadRung(0.5, rungs, seed=0).rung(_lead_context(rungs, 1e6), ledger) == 2
+    ledger.absorb(
+        [
+            *[_costed(a, 0, "new", 0.4, rungs) for a in (0.1, 0.2, 0.3)],
+            _costed(0.3, 1, "promoted", 1.2, rungs),
+        ]
+    )
+    assert LeadRung(0.5, rungs, seed=0).rung(_lead_context(rungs, 1e6), ledger) == 3
 
 
 def test_the_lead_gp_has_the_lead_length_scale_prior():
