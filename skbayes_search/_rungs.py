@@ -298,6 +298,11 @@ class RungLedger:
         key, k, _ = self.incumbent
         return self._rows[k][key]
 
+    def highest_success(self) -> int | None:
+        """The highest rung with a successful trial (None before any)."""
+        fractions, _, _ = self._cost_table()
+        return self.rungs.of(max(fractions)) if fractions else None
+
     def successes(self, k: int) -> list[tuple[bytes, float]]:
         """``(key, score)`` of rung ``k``'s successful trials, best first."""
         ok = [(key, s) for key, s in self._scores[k].items() if math.isfinite(s)]

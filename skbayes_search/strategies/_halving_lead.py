@@ -138,8 +138,8 @@ class LeadRung:
         )
         budget = self.share * searched * ctx.n_jobs_effective / LEAD_MIN_TRIALS
         current = self._current_rung(ctx)
-        measured = [k for k in range(top + 1) if ledger.successes(k)]
-        highest = min(top - 1, measured[-1] + _REACH) if measured else top - 1
+        measured = ledger.highest_success()
+        highest = top - 1 if measured is None else min(top - 1, measured + _REACH)
         for k in range(highest, base, -1):
             cost = ledger.predicted_cost(None, k)
             if cost is None:

@@ -120,11 +120,13 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     lead_share : float or "auto", default="auto"
         Share of the fit time (summed over splits) given to plain Bayesian
         optimisation on the *lead rung*: the largest rung above the base and
-        below all data on which, under ``max_time``, 8 trials fit in that
-        share (without ``max_time``, the rung below all data); once there,
-        the lead stays while they are predicted to take at most twice the
-        share. Its configurations are proposed by the EI of a GP fitted on
-        that rung's trials alone, after 3 random ones (configurations
+        below all data, at most two rungs above the highest with a success,
+        on which, under ``max_time``, 8 trials fit in that share of
+        ``max_time`` less the time kept for the final all-data evaluation
+        (without ``max_time``, the rung below all data); once there, the
+        lead stays while they are predicted to take at most twice the share.
+        Its configurations are proposed by the EI of a GP fitted on that
+        rung's trials alone, after 3 random ones (configurations
         promoted there count), so rankings on smaller subsets cannot mislead
         it; they compete with the promoted ones for the all-data evaluation.
         A lead trial starts whenever lead trials, running ones at their
