@@ -119,10 +119,16 @@ def _kernel(high: float, median: float | None) -> Any:
 
 
 def replay_one(
-    grid: dict, variant: tuple[float, float | None], seed: int, n_trials: int
+    grid: dict,
+    variant: tuple[float, float | None],
+    seed: int,
+    n_trials: int,
+    explore_ties: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One BO run on a surface: best score after each trial, and for each
-    trial whether it sat on a bound of C or gamma."""
+    trial whether it sat on a bound of C or gamma. ``explore_ties``: the
+    proposer's rule of random proposals on a plateau (off: as the prior's
+    comparison was measured)."""
     from skbayes_search._trial import SearchContext, TrialRecord
     from skbayes_search.gp import GPSurrogate
     from skbayes_search.space import Real, SearchSpace
@@ -158,6 +164,7 @@ def replay_one(
         n_initial_points=3,
         seed=seed,
         mcmc_until=40,
+        explore_ties=explore_ties,
     )
     kernel = _kernel(*variant)
     proposer.surrogate = GPSurrogate(
@@ -189,11 +196,31 @@ def replay_one(
     return np.array(best), np.array(edge)
 
 
-def replay(out: Path, seeds: int, n_trials: int, n_jobs: int) -> str:
+def replay(
+    out: Path,
+    seeds: int,
+    n_trials: int,
+    n_jobs: int,
+    variants: list[str] | None = None,
+    ties: str = "off",
+) -> str:
     """Regret after n trials and share of bound proposals, per surface and
-    variant; written to ``replay.json`` and returned as a markdown table."""
+    variant (all, or those named); written to ``replay.json`` (``ties``
+    "off") or ``replay-ties.json`` and returned as a markdown table.
+    ``ties``: the proposer's plateau rule off, on, or each variant both
+    ways (named ``<variant>+ties`` when on)."""
     from joblib import Parallel, delayed
 
+    chosen = {
+        name: v
+        for name, v in _variants().items()
+        if variants is None or name in variants
+    }
+    runs_of = [
+        (name + ("+ties" if on else ""), v, on)
+        for name, v in chosen.items()
+        for on in {"off": (False,), "on": (True,), "both": (False, True)}[ties]
+    ]
     rows = []
     results = {}
     checkpoints = [n for n in (5, 8, 12, 16, 20, 30) if n <= n_trials]
@@ -202,9 +229,10 @@ def replay(out: Path, seeds: int, n_trials: int, n_jobs: int) -> str:
         if len(grid["points"]) < _GRID**2:
             continue
         top = max(v[0] for v in grid["points"].values())
-        for name, variant in _variants().items():
+        for name, variant, on in runs_of:
             runs = Parallel(n_jobs=n_jobs)(
-                delayed(replay_one)(grid, variant, s, n_trials) for s in range(seeds)
+                delayed(replay_one)(grid, variant, s, n_trials, on)
+                for s in range(seeds)
             )
             regret = np.array([top - b for b, _ in runs])
             edge = np.array([e[3:] for _, e in runs])
@@ -224,7 +252,8 @@ def replay(out: Path, seeds: int, n_trials: int, n_jobs: int) -> str:
                 + f" | {100 * edge.mean():.0f} % |"
             )
             print(rows[-1], flush=True)
-    (out / "replay.json").write_text(json.dumps(results))
+    name = "replay.json" if ties == "off" else "replay-ties.json"
+    (out / name).write_text(json.dumps(results))
     head = " | ".join(f"regret @ {n}" for n in checkpoints)
     table = [
         f"| surface | prior | {head} | GP proposals on a bound |",
@@ -248,11 +277,18 @@ def main() -> None:
     r.add_argument("--seeds", type=int, default=10)
     r.add_argument("--n-trials", type=int, default=20)
     r.add_argument("--n-jobs", type=int, default=2)
+    r.add_argument("--variants", help="comma-separated prior variants (all)")
+    r.add_argument("--ties", choices=("off", "on", "both"), default="off")
     args = p.parse_args()
     if args.cmd == "surface":
         surface(args.task, args.rows, args.out, args.data_dir, args.n_jobs)
     else:
-        print(replay(args.out, args.seeds, args.n_trials, args.n_jobs))
+        variants = args.variants.split(",") if args.variants else None
+        print(
+            replay(
+                args.out, args.seeds, args.n_trials, args.n_jobs, variants, args.ties
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ from ..space._unseen import drop_seen
 
 # best observed points whose neighbourhoods the acquisition search also scans
 _N_SEEDS = 5
+# scores this close (relative) tie: the same predictions on the same folds
+# give the same mean score up to rounding
+_TIE = 1e-9
 
 
 class BayesSearchCV(BaseBayesSearchCV):
@@ -280,6 +283,13 @@ class BayesProposer:
     kernel : Kernel or None, default=None
         The GP's kernel (each surrogate gets its own copy); None: a Matern
         5/2 kernel with the paper's flat prior on its log length scales.
+    explore_ties : bool, default=True
+        Propose at random, not by the GP, while more than half of the
+        successful trials share the best score (a plateau, such as every
+        setting predicting the majority class): a GP of tied scores has a
+        flat mean, and its EI, driven by the posterior variance alone, sends
+        trials to the corners of the space, where such plateaus usually lie.
+        False: the GP proposes from two successes, whatever their scores.
 
     Examples
     --------
@@ -310,8 +320,10 @@ class BayesProposer:
         kappa: float = 2.0,
         mcmc_until: int | None = None,
         kernel: Kernel | None = None,
+        explore_ties: bool = True,
     ) -> None:
         self.acquisition = acquisition
+        self.explore_ties = explore_ties
         self.kernel = kernel
         self.kappa = kappa
         self.hyperparameter_sampling = hyperparameter_sampling
@@ -367,7 +379,7 @@ class BayesProposer:
         if n_left <= 0:
             return []
         n_slots = int(min(n_slots, n_left))
-        n_ok = int(np.isfinite(ctx.scores(trials)).sum()) if trials else 0
+        n_ok = self._n_informative(ctx.scores(trials)) if trials else 0
         design = self.initial_design(ctx)
         # The design points neither evaluated nor running, not the next ones by
         # count: trials finish in any order, so a search stopped in the middle
@@ -375,7 +387,7 @@ class BayesProposer:
         # finish.
         U = drop_seen(design, seen, n_slots) if n_done < len(design) else design[:0]
         if n_done >= len(design) and n_ok < 2:
-            # Too few successes for a GP: keep exploring at random.
+            # Too few successes for a GP, or a plateau: keep exploring at random.
             U = ctx.space.sample_unseen(n_slots, ctx.rng, seen)
         if len(U) or n_ok < 2:
             return [
@@ -416,6 +428,16 @@ class BayesProposer:
             Trial(p, fraction, iter=iteration, extras={"acquisition_value": float(v)})
             for p, v in zip(ctx.space.from_unit(U), values)
         ]
+
+    def _n_informative(self, scores: np.ndarray) -> int:
+        """The successes, or 0 while more than half of them tie at the best
+        score (with ``explore_ties``)."""
+        ok = scores[np.isfinite(scores)]
+        if not self.explore_ties or len(ok) == 0:
+            return len(ok)
+        best = ok.max()
+        tied = np.abs(ok - best) <= _TIE * max(1.0, abs(best))
+        return 0 if 2 * tied.sum() > len(ok) else len(ok)
 
     def _surrogate_for(self, n_observations: int) -> GPSurrogate:
         """The sampled GP, or past ``mcmc_until`` observations the MAP one."""
