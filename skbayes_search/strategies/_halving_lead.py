@@ -184,8 +184,9 @@ class LeadRung:
     ) -> list[Trial]:
         """``n`` new configurations for rung ``k``: random at first (a start
         of the rung's own, so that a lead moving between rungs does not run
-        the same configurations on each), then maximisers of EI of a GP on
-        the rung's trials (whatever brought them there), conditioned on the
+        the same configurations on each), then, unless most of the rung's
+        trials tie at the best score (random again), maximisers of EI of a
+        GP on the rung's trials (whatever brought them there), conditioned on the
         trials running there (``running``: the pending ones and those chosen
         in this proposal)."""
         self._current = k

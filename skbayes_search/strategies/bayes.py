@@ -288,7 +288,8 @@ class BayesProposer:
         successful trials share the best score (a plateau, such as every
         setting predicting the majority class): a GP of tied scores has a
         flat mean, and its EI, driven by the posterior variance alone, sends
-        trials to the corners of the space, where such plateaus usually lie.
+        trials to the corners of the space (on SVC's score surfaces, the
+        plateau itself).
         False: the GP proposes from two successes, whatever their scores.
 
     Examples
