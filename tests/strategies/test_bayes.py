@@ -634,6 +634,16 @@ def _observe(ctx, params, score):
     )
 
 
+def _map_proposer(n_initial_points, explore_ties):
+    return BayesProposer(
+        acquisition="ei",
+        hyperparameter_sampling="map",
+        n_initial_points=n_initial_points,
+        seed=0,
+        explore_ties=explore_ties,
+    )
+
+
 @pytest.mark.parametrize(
     "scores, by_gp",
     [
@@ -648,13 +658,7 @@ def test_the_gp_proposes_once_scores_rise_above_a_plateau(scores, by_gp):
         _observe(ctx, {"a": 0.1 + 0.2 * i, "b": 0.9 - 0.15 * i}, s)
 
     def proposed(explore_ties):
-        proposer = BayesProposer(
-            acquisition="ei",
-            hyperparameter_sampling="map",
-            n_initial_points=2,
-            seed=0,
-            explore_ties=explore_ties,
-        )
+        proposer = _map_proposer(2, explore_ties)
         (trial,) = proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=0)
         return "acquisition_value" in trial.extras
 
@@ -671,13 +675,7 @@ def test_a_plateau_is_explored_inside_the_space_not_at_its_corners():
 
     def on_bound(explore_ties):
         ctx = search_context({"a": Real(0.0, 1.0), "b": Real(0.0, 1.0)}, n_train=100)
-        proposer = BayesProposer(
-            acquisition="ei",
-            hyperparameter_sampling="map",
-            n_initial_points=3,
-            seed=0,
-            explore_ties=explore_ties,
-        )
+        proposer = _map_proposer(3, explore_ties)
         edge = 0
         for it in range(14):
             (trial,) = proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=it)
