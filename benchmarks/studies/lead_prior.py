@@ -14,6 +14,8 @@ the length-scale prior does to plain GP-EI on one subset:
    3 random starts) on that grid, every proposal snapped to its nearest grid
    point, for each prior variant and seed; reports the regret of the best
    score after n trials and the share of proposals on a bound.
+   ``--ties both`` runs each variant without and with the proposer's random
+   proposals on a plateau (``BayesProposer(explore_ties=...)``).
 
 Run from the repository root::
 
