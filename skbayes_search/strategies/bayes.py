@@ -380,17 +380,17 @@ class BayesProposer:
         if n_left <= 0:
             return []
         n_slots = int(min(n_slots, n_left))
-        n_ok = self._n_informative(ctx.scores(trials)) if trials else 0
+        modelable = bool(trials) and self._modelable(ctx.scores(trials))
         design = self.initial_design(ctx)
         # The design points neither evaluated nor running, not the next ones by
         # count: trials finish in any order, so a search stopped in the middle
         # of the design and resumed must run exactly the points that did not
         # finish.
         U = drop_seen(design, seen, n_slots) if n_done < len(design) else design[:0]
-        if n_done >= len(design) and n_ok < 2:
+        if n_done >= len(design) and not modelable:
             # Too few successes for a GP, or a plateau: keep exploring at random.
             U = ctx.space.sample_unseen(n_slots, ctx.rng, seen)
-        if len(U) or n_ok < 2:
+        if len(U) or not modelable:
             return [
                 Trial(p, fraction, iter=iteration)
                 for p in ctx.space.from_unit(U[:n_slots])
@@ -430,15 +430,15 @@ class BayesProposer:
             for p, v in zip(ctx.space.from_unit(U), values)
         ]
 
-    def _n_informative(self, scores: np.ndarray) -> int:
-        """The successes, or 0 while more than half of them tie at the best
-        score (with ``explore_ties``)."""
+    def _modelable(self, scores: np.ndarray) -> bool:
+        """Whether a GP has scores to rank by: two successes at least, not
+        more than half of them tied at the best (with ``explore_ties``)."""
         ok = scores[np.isfinite(scores)]
-        if not self.explore_ties or len(ok) == 0:
-            return len(ok)
+        if len(ok) < 2 or not self.explore_ties:
+            return len(ok) >= 2
         best = ok.max()
         tied = np.abs(ok - best) <= _TIE * max(1.0, abs(best))
-        return 0 if 2 * tied.sum() > len(ok) else len(ok)
+        return 2 * int(tied.sum()) <= len(ok)
 
     def _surrogate_for(self, n_observations: int) -> GPSurrogate:
         """The sampled GP, or past ``mcmc_until`` observations the MAP one."""
