@@ -15,7 +15,13 @@ the length-scale prior does to plain GP-EI on one subset:
    point, for each prior variant and seed; reports the regret of the best
    score after n trials and the share of proposals on a bound.
    ``--ties both`` runs each variant without and with the proposer's random
-   proposals on a plateau (``BayesProposer(explore_ties=...)``).
+   proposals on a plateau (``BayesProposer(explore_ties=...)``);
+   ``--explore random,sobol,maximin`` runs each with the rule on and those
+   ways of choosing the plateau's points: independent draws, the Sobol
+   sequence of the initial design continued, or of 64 random candidates the
+   one farthest from every point seen. With ``--explore`` the GP sees each
+   proposal where it was made (its score is the nearest grid point's), so
+   that a continued design can tell which of its points have been run.
 
 Run from the repository root::
 
@@ -120,17 +126,48 @@ def _kernel(high: float, median: float | None) -> Any:
     return Matern52(log_length_bounds=bounds, log_length_prior=prior)
 
 
+def _explorer(how: str) -> type:
+    """A BayesProposer whose plateau points are chosen ``how``."""
+    from skbayes_search.space._unseen import drop_seen
+    from skbayes_search.strategies.bayes import BayesProposer
+
+    class Explorer(BayesProposer):
+        def _explore(self, ctx: Any, n: int, seen: np.ndarray) -> np.ndarray:
+            if how == "sobol":
+                m = 2 ** int(np.ceil(np.log2(len(seen) + 4 * n)))
+                design = ctx.space.sample(m, np.random.default_rng(self.seed))
+                U = drop_seen(design, seen, n)
+                if len(U) == n:
+                    return U
+            elif how == "maximin":
+                C = ctx.space.sample(64 * n, ctx.rng, method="random")
+                picked: list[np.ndarray] = []
+                for _ in range(n):
+                    ref = np.vstack([seen, *picked]) if len(seen) or picked else C[:0]
+                    if not len(ref):
+                        picked.append(C[0])
+                        continue
+                    d = np.min(np.linalg.norm(C[:, None] - ref[None], axis=2), axis=1)
+                    picked.append(C[int(np.argmax(d))])
+                return np.asarray(picked)
+            return super()._explore(ctx, n, seen)
+
+    return Explorer
+
+
 def replay_one(
     grid: dict,
     variant: tuple[float, float | None],
     seed: int,
     n_trials: int,
     explore_ties: bool = False,
+    explore: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One BO run on a surface: best score after each trial, and for each
     trial whether it sat on a bound of C or gamma. ``explore_ties``: the
     proposer's rule of random proposals on a plateau (off: as the prior's
-    comparison was measured)."""
+    comparison was measured). ``explore``: with the rule on, how its points
+    are chosen (the GP then sees each proposal where it was made)."""
     from skbayes_search._trial import SearchContext, TrialRecord
     from skbayes_search.gp import GPSurrogate
     from skbayes_search.space import Real, SearchSpace
@@ -160,13 +197,14 @@ def replay_one(
         n_jobs_effective=1,
         start_time=0.0,
     )
-    proposer = BayesProposer(
+    cls = BayesProposer if explore is None else _explorer(explore)
+    proposer = cls(
         acquisition="ei",
         hyperparameter_sampling="mcmc",
         n_initial_points=3,
         seed=seed,
         mcmc_until=40,
-        explore_ties=explore_ties,
+        explore_ties=explore_ties or explore is not None,
     )
     kernel = _kernel(*variant)
     proposer.surrogate = GPSurrogate(
@@ -178,6 +216,8 @@ def replay_one(
         i = int(np.argmin(np.abs(np.log10(trial.params["C"]) - lc)))
         j = int(np.argmin(np.abs(np.log10(trial.params["gamma"]) - lg)))
         params = {"C": 10.0 ** lc[i], "gamma": 10.0 ** lg[j]}
+        if explore is not None:
+            params = trial.params
         x = space.to_unit([params])[0]
         ctx.trials.append(
             TrialRecord(
@@ -205,6 +245,7 @@ def replay(
     n_jobs: int,
     variants: list[str] | None = None,
     ties: str = "off",
+    explore: list[str] | None = None,
 ) -> str:
     """Regret after n trials and share of bound proposals, per surface and
     variant (all, or those named); written to ``replay.json`` (``ties``
@@ -219,10 +260,16 @@ def replay(
         if variants is None or name in variants
     }
     runs_of = [
-        (name + ("+ties" if on else ""), v, on)
+        (name + ("+ties" if on else ""), v, on, None)
         for name, v in chosen.items()
         for on in {"off": (False,), "on": (True,), "both": (False, True)}[ties]
     ]
+    if explore:
+        runs_of = [
+            (f"{name}+{how}", v, True, how)
+            for name, v in chosen.items()
+            for how in explore
+        ]
     rows = []
     results = {}
     checkpoints = [n for n in (5, 8, 12, 16, 20, 30) if n <= n_trials]
@@ -231,9 +278,9 @@ def replay(
         if len(grid["points"]) < _GRID**2:
             continue
         top = max(v[0] for v in grid["points"].values())
-        for name, variant, on in runs_of:
+        for name, variant, on, how in runs_of:
             runs = Parallel(n_jobs=n_jobs)(
-                delayed(replay_one)(grid, variant, s, n_trials, on)
+                delayed(replay_one)(grid, variant, s, n_trials, on, how)
                 for s in range(seeds)
             )
             regret = np.array([top - b for b, _ in runs])
@@ -255,6 +302,8 @@ def replay(
             )
             print(rows[-1], flush=True)
     name = "replay.json" if ties == "off" else "replay-ties.json"
+    if explore:
+        name = "replay-explore.json"
     (out / name).write_text(json.dumps(results))
     head = " | ".join(f"regret @ {n}" for n in checkpoints)
     table = [
@@ -281,14 +330,22 @@ def main() -> None:
     r.add_argument("--n-jobs", type=int, default=2)
     r.add_argument("--variants", help="comma-separated prior variants (all)")
     r.add_argument("--ties", choices=("off", "on", "both"), default="off")
+    r.add_argument("--explore", help="comma-separated: random, sobol, maximin")
     args = p.parse_args()
     if args.cmd == "surface":
         surface(args.task, args.rows, args.out, args.data_dir, args.n_jobs)
     else:
         variants = args.variants.split(",") if args.variants else None
+        explore = args.explore.split(",") if args.explore else None
         print(
             replay(
-                args.out, args.seeds, args.n_trials, args.n_jobs, variants, args.ties
+                args.out,
+                args.seeds,
+                args.n_trials,
+                args.n_jobs,
+                variants,
+                args.ties,
+                explore,
             )
         )
 

@@ -388,8 +388,8 @@ class BayesProposer:
         # finish.
         U = drop_seen(design, seen, n_slots) if n_done < len(design) else design[:0]
         if n_done >= len(design) and not modelable:
-            # Too few successes for a GP, or a plateau: keep exploring at random.
-            U = ctx.space.sample_unseen(n_slots, ctx.rng, seen)
+            # Too few successes for a GP, or a plateau: keep exploring.
+            U = self._explore(ctx, n_slots, seen)
         if len(U) or not modelable:
             return [
                 Trial(p, fraction, iter=iteration)
@@ -429,6 +429,10 @@ class BayesProposer:
             Trial(p, fraction, iter=iteration, extras={"acquisition_value": float(v)})
             for p, v in zip(ctx.space.from_unit(U), values)
         ]
+
+    def _explore(self, ctx: SearchContext, n: int, seen: np.ndarray) -> np.ndarray:
+        """Up to ``n`` unseen points where the GP has nothing to rank by."""
+        return ctx.space.sample_unseen(n, ctx.rng, seen)
 
     def _modelable(self, scores: np.ndarray) -> bool:
         """Whether a GP has scores to rank by: two successes at least, not
