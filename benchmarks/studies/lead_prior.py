@@ -142,11 +142,10 @@ def _explorer(how: str) -> type:
             elif how == "maximin":
                 C = ctx.space.sample(64 * n, ctx.rng, method="random")
                 picked: list[np.ndarray] = []
+                # the proposer explores only after its initial design, so
+                # seen is never empty here
                 for _ in range(n):
-                    ref = np.vstack([seen, *picked]) if len(seen) or picked else C[:0]
-                    if not len(ref):
-                        picked.append(C[0])
-                        continue
+                    ref = np.vstack([seen, *picked])
                     d = np.min(np.linalg.norm(C[:, None] - ref[None], axis=2), axis=1)
                     picked.append(C[int(np.argmax(d))])
                 return np.asarray(picked)
