@@ -283,3 +283,98 @@ def test_a_final_trial_running_at_max_time_gets_the_grace_period(cls):
         assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
     else:
         assert params == [0.5]
+
+
+class Overlaps(RegressorMixin, BaseEstimator):
+    """Sleeps ``pause`` seconds per fit and logs (a, start, end) to ``log``,
+    a list shared by the threads of one search."""
+
+    log: list = []
+
+    def __init__(self, a=1.0, pause=0.05):
+        self.a = a
+        self.pause = pause
+
+    def fit(self, X, y=None):
+        start = time.perf_counter()
+        time.sleep(self.pause)
+        type(self).log.append((self.a, start, time.perf_counter()))
+        return self
+
+    def score(self, X, y=None):
+        return -abs(self.a - 1.0)
+
+
+class OneFoldAtATime(BayesSearchCV):
+    """Every trial with ``a`` above 1 runs one fold at a time."""
+
+    def _ask(self, ctx, n_slots):
+        trials = super()._ask(ctx, n_slots)
+        for t in trials:
+            if t.params["a"] > 1.0:
+                t.max_parallel = 1
+        return trials
+
+
+def _max_overlap(spans):
+    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    most = now = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_a_trial_runs_no_more_folds_at_once_than_its_max_parallel():
+    Overlaps.log = []
+    search = OneFoldAtATime(
+        Overlaps(pause=0.05),
+        {"a": Real(0.1, 2.0)},
+        n_iter=12,
+        n_initial_points=12,
+        cv=3,
+        n_jobs=3,
+        random_state=0,
+    )
+    with parallel_backend("threading", n_jobs=3):
+        search.fit(X, Y)
+    # refit excluded: the CV fits are the first 36 logged
+    fits = Overlaps.log[: 12 * 3]
+    by_a: dict = {}
+    for a, start, end in fits:
+        by_a.setdefault(a, []).append((start, end))
+    narrow = {a: s for a, s in by_a.items() if a > 1.0}
+    wide = {a: s for a, s in by_a.items() if a <= 1.0}
+    assert narrow and wide
+    assert all(len(s) == 3 for s in by_a.values())
+    # held folds run one after another; the others use the free workers
+    assert all(_max_overlap(s) == 1 for s in narrow.values())
+    assert max(_max_overlap(s) for s in wide.values()) > 1
+    # while a narrow trial ran, the workers it left free ran other trials
+    beside = 0
+    for a, spans in narrow.items():
+        first, last = min(s for s, _ in spans), max(e for _, e in spans)
+        beside += any(
+            s < last and e > first for b, sp in by_a.items() if b != a for s, e in sp
+        )
+    assert beside == len(narrow)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+def test_held_folds_do_not_shorten_a_trial_s_timeout():
+    # three folds of 0.3 s one at a time on three workers take 0.9 s; the
+    # timeout of 0.6 s stands for one round of folds and grows to three
+    Overlaps.log = []
+    search = OneFoldAtATime(
+        Overlaps(pause=0.3),
+        {"a": Real(1.2, 1.8)},
+        n_iter=1,
+        n_initial_points=1,
+        cv=3,
+        n_jobs=3,
+        trial_timeout=0.6,
+        random_state=0,
+    )
+    with parallel_backend("threading", n_jobs=3):
+        search.fit(X, Y)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()

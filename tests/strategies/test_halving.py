@@ -954,3 +954,72 @@ def test_bad_parameters_are_named(data, params, fragment):
     X, y = data
     with pytest.raises(ValueError, match=fragment):
         _search(n_iter=3, **params).fit(X, y)
+
+
+def test_a_lead_trial_takes_only_the_lead_s_share_of_the_workers():
+    # the share of the workers, at least one, at most one per split, less
+    # what running lead trials hold
+    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+
+    def width(share, workers, pending=(), n_splits=5):
+        ctx = search_context(
+            SPACE, n_train=1000, n_splits=n_splits, n_jobs_effective=workers
+        )
+        ctx.pending += list(pending)
+        return LeadRung(share, rungs, seed=0).width(ctx, [])
+
+    assert width(0.5, 2) == 1
+    assert width(0.5, 1) == 1
+    assert width(0.5, 8) == 4
+    assert width(0.5, 8, n_splits=3) == 3
+    assert width(1.0, 2) == 2
+    lead = Trial({"a": 0.5}, rungs.fractions[3], extras={"role": "lead"})
+    lead.max_parallel = 3
+    other = Trial({"a": 0.5}, rungs.fractions[1], extras={"role": "new"})
+    assert width(0.5, 8, [lead]) == 1
+    assert width(0.5, 8, [lead, other]) == 1
+    assert width(0.5, 2, [other]) == 1
+    # a lead trial without a limit holds a worker per split
+    lead.max_parallel = None
+    assert width(0.5, 8, [lead]) == 0
+
+
+class LeadsSeen(HalvingBayesSearchCV):
+    """Records, at each proposal, the lead trials running and proposed."""
+
+    seen: list = []
+
+    def _ask(self, ctx, n_slots):
+        trials = super()._ask(ctx, n_slots)
+        leads = [t for t in [*ctx.pending, *trials] if t.extras.get("role") == "lead"]
+        type(self).seen.append([t.max_parallel for t in leads])
+        return trials
+
+
+@pytest.mark.parametrize("asynchronous", [True, False])
+def test_lead_trials_run_on_one_of_two_workers_when_asynchronous(data, asynchronous):
+    # a lead trial's folds are many times dearer than the small rungs'
+    # trials; asynchronous, one worker is left to those
+    X, y = data
+    LeadsSeen.seen = []
+    search = LeadsSeen(
+        Curves(delay=0.01),
+        SPACE,
+        n_iter=40,
+        n_initial_points=5,
+        lead_share=0.5,
+        cv=2,
+        n_jobs=2,
+        asynchronous=asynchronous,
+        random_state=0,
+    )
+    with parallel_backend("threading", n_jobs=2):
+        search.fit(X, y)
+    assert "lead" in search.cv_results_["role"]
+    seen = [s for s in LeadsSeen.seen if s]
+    assert seen
+    if asynchronous:
+        assert all(s == [1] for s in seen)
+    else:
+        assert all(w is None for s in seen for w in s)
+        # a synchronous batch may hold several: it waits for all of them
