@@ -673,3 +673,26 @@ def test_swapped_steps_may_name_their_candidates_parameters():
             {"clf": [DecisionTreeClassifier(), "passthrough"], "clf__kernel": ["rbf"]},
             estimator_params=valid,
         )
+
+
+def test_an_integer_sub_space_keeps_its_ints_beside_a_real_one():
+    # max_features=1 is one feature, 1.0 all of them: a point of the Integer
+    # sub-space must not come back as the Real one's float
+    space = SearchSpace(
+        [{"max_features": Real(0.1, 1.0)}, {"max_features": Integer(1, 5)}]
+    )
+    points = space.sample(200, np.random.default_rng(0))
+    params = space.from_unit(points)
+    ints = [p for p in params if isinstance(p["max_features"], int)]
+    floats = [p for p in params if isinstance(p["max_features"], float)]
+    assert ints and floats
+    assert {p["max_features"] for p in ints} <= {1, 2, 3, 4, 5}
+    for p, q in zip(params, space.from_unit(space.to_unit(params))):
+        assert type(p["max_features"]) is type(q["max_features"])
+        assert p["max_features"] == pytest.approx(q["max_features"], rel=1e-12)
+    # snapping a point of the Integer sub-space keeps it there
+    U = space.to_unit([{"max_features": 1}])
+    (back,) = space.from_unit(space.snap(U))
+    assert back == {"max_features": 1} and type(back["max_features"]) is int
+    # a user's dict of a value both hold is still placed (first fit wins)
+    assert space.to_unit([{"max_features": np.float32(0.5)}]).shape[0] == 1

@@ -10,7 +10,7 @@ import itertools
 import math
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from skbayes_search.space import Categorical, Integer, Real, SearchSpace
@@ -80,6 +80,15 @@ def _same(p, q):
 
 @SETTINGS
 @given(spaces(), st.integers(0, 2**32 - 1))
+# found by hypothesis: {"a": 0} from the Integer sub-space was encoded in the
+# Real one, the first to hold it, and came back as 0.0
+@example(
+    spec=[
+        {"a": Real(0.0, 1.0), "c": Integer(0, 1)},
+        {"a": Integer(0, 1), "c": Integer(0, 1)},
+    ],
+    seed=0,
+)
 def test_decode_encode_round_trip(spec, seed):
     space = SearchSpace(spec)
     U = np.random.default_rng(seed).random((8, space.n_dims))

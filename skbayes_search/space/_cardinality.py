@@ -46,9 +46,11 @@ def _union_size(subspaces: list[dict[str, Dimension]]) -> int:
 
 
 def _common_count(dims: list[Dimension]) -> int:
-    """Number of values every one of the (finite) dimensions holds."""
+    """Number of values every one of the (finite) dimensions decodes to (the
+    same value of the same type: an Integer's 2 is not a Categorical's 2.0,
+    as ``SearchSpace.to_unit`` tells them apart)."""
     if all(type(d) is Integer for d in dims):
         return max(0, min(d.high for d in dims) - max(d.low for d in dims) + 1)
     smallest = min(dims, key=lambda d: d._cardinality)
     others = [d for d in dims if d is not smallest]
-    return sum(all(o._contains(v) for o in others) for v in smallest._enumerate())
+    return sum(all(o._decodes_to(v) for o in others) for v in smallest._enumerate())

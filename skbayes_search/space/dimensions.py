@@ -166,6 +166,12 @@ class Dimension:
     def _contains(self, value: Any) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _decodes_to(self, value: Any) -> bool:
+        # Whether from_unit could have given ``value``: held, and of the type
+        # this dimension decodes to (an int is held by a Real, but no Real
+        # decodes to one).
+        return self._contains(value)
+
     def _check_values(self, values: list) -> np.ndarray:  # pragma: no cover
         # Validate values for to_unit and return them as an array that
         # _encode_decoded accepts.
@@ -347,6 +353,9 @@ class Real(_Numeric):
         u = self._to_unit_unclipped(math.log(v) if self._log else v)
         return -_UNIT_TOL <= u <= 1 + _UNIT_TOL
 
+    def _decodes_to(self, value: Any) -> bool:
+        return isinstance(value, (float, np.floating)) and self._contains(value)
+
 
 class Integer(_Numeric):
     """An integer hyperparameter in ``[low, high]`` (both ends included).
@@ -400,6 +409,13 @@ class Integer(_Numeric):
             _is_number(value)
             and float(value).is_integer()
             and self.low <= value <= self.high
+        )
+
+    def _decodes_to(self, value: Any) -> bool:
+        return (
+            isinstance(value, (numbers.Integral, np.integer))
+            and not isinstance(value, (bool, np.bool_))
+            and self._contains(value)
         )
 
 
@@ -482,6 +498,9 @@ class Categorical(Dimension):
 
     def _enumerate(self) -> Sequence:
         return self.categories
+
+    def _decodes_to(self, value: Any) -> bool:
+        return any(_strict_match(c, value) for c in self.categories)
 
     def _index(self, value: Any) -> int | None:
         for i, c in enumerate(self.categories):

@@ -161,8 +161,9 @@ class SearchSpace:
     def cardinality(self) -> float:
         """Number of distinct points (parameter dicts), ``math.inf`` if unbounded.
 
-        Points that several sub-spaces of a conditional space hold are
-        counted once (they encode in the first of them).
+        Points that several sub-spaces of a conditional space decode to (the
+        same values, of the same types) are counted once (they encode in the
+        first of them).
         """
         return count_points(
             [[self.subspaces[j] for j in group] for group in self._by_keys.values()]
@@ -253,10 +254,18 @@ class SearchSpace:
 
     def _locate(self, params: Mapping) -> int:
         candidates = self._candidates(params)
-        for j in candidates:
-            block = self._blocks[j]
-            if all(d._contains(params[n]) for n, d in zip(block.names, block.dims)):
-                return j
+        # First a sub-space that from_unit could have given the dict from
+        # (values of the types its dimensions decode to: with an Integer "a"
+        # in one sub-space and a Real "a" in another, {"a": 0} is the
+        # Integer's), then any that holds its values (user-given dicts).
+        for holds in ("_decodes_to", "_contains"):
+            for j in candidates:
+                block = self._blocks[j]
+                if all(
+                    getattr(d, holds)(params[n])
+                    for n, d in zip(block.names, block.dims)
+                ):
+                    return j
         # No sub-space holds the values: encoding the first raises the
         # precise error.
         return candidates[0]
@@ -269,7 +278,9 @@ class SearchSpace:
         params_list : list of dict
             Parameters as returned by :meth:`from_unit`. A conditional space
             encodes each dict in the first sub-space that holds all its names
-            and values.
+            and values, preferring one whose dimensions decode to the values'
+            types (an ``int`` for an :class:`Integer`, a ``float`` for a
+            :class:`Real`).
 
         Returns
         -------
