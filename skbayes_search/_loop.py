@@ -1,7 +1,7 @@
 """The asynchronous ask/tell loop every strategy runs in.
 
-Workers stay busy: whenever fewer folds are running than there are workers,
-the strategy is asked for the next trials, with the trials still
+Workers stay busy: whenever fewer folds are left to run than there are
+workers, the strategy is asked for the next trials, with the trials still
 running in ``ctx.pending`` (strategies condition their proposals on them,
 Snoek et al. 2012, section 3.3). The moment the last fold of a trial
 finishes, the trial is recorded: committed to the store, then appended to
@@ -45,8 +45,6 @@ class _Running:
     outs: list
     started: float
     deadline: float
-    # fold jobs not yet handed to the workers (the trial's max_parallel)
-    held: list = field(default_factory=list)
     n_left: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -167,15 +165,13 @@ class SearchLoop:
             return math.inf
         return max_time if self.ctx.trials else final_deadline(max_time)
 
-    def _folds_busy(self) -> int:
-        """Folds handed to the workers and not yet finished (held folds wait
-        for their own trial, not for a worker)."""
-        return sum(r.n_left - len(r.held) for r in self._running.values())
+    def _folds_left(self) -> int:
+        return sum(r.n_left for r in self._running.values())
 
     def _wants_work(self) -> bool:
         if not self.asynchronous:
             return not self._running
-        return self._folds_busy() < self.workers.n_workers
+        return self._folds_left() < self.workers.n_workers
 
     def _fill(self) -> bool:
         """Ask for trials while a worker would otherwise idle; False once the
@@ -198,7 +194,7 @@ class SearchLoop:
         if self.n_points is not None:
             return int(self.n_points)
         # enough trials for every worker: each trial runs n_splits folds
-        idle = self.workers.n_workers - self._folds_busy()
+        idle = self.workers.n_workers - self._folds_left()
         return max(1, math.ceil(idle / self.ctx.n_splits))
 
     def _submit(self, trials: list[Trial]) -> None:
@@ -214,26 +210,16 @@ class SearchLoop:
                 candidate_progress=(len(ctx.trials) + len(ctx.pending), ctx.budget),
             )
             timeout = math.inf if self.trial_timeout is None else self.trial_timeout
-            width = len(jobs) if trial.max_parallel is None else trial.max_parallel
-            width = max(1, width)
-            # folds held back run in more rounds than the workers alone would
-            # make them: the timeout allows for the extra rounds, so holding
-            # does not stop a trial that would have finished in time
-            rounds = math.ceil(len(jobs) / min(width, self.workers.n_workers))
-            fewest = math.ceil(len(jobs) / self.workers.n_workers)
-            timeout *= rounds / max(1, fewest)
-            keyed = [((tid, k), func, kwargs) for k, (func, kwargs) in enumerate(jobs)]
             self._running[tid] = _Running(
                 trial,
                 self.claim_position(),
                 [None] * len(jobs),
                 start,
                 start + timeout,
-                held=keyed[width:],
             )
             ctx.pending.append(trial)
-            for job in keyed[:width]:
-                self.workers.submit(*job)
+            for k, (func, kwargs) in enumerate(jobs):
+                self.workers.submit((tid, k), func, kwargs)
 
     def _collect(self, results: list) -> None:
         finished = []
@@ -243,8 +229,6 @@ class SearchLoop:
                 continue
             running.outs[k] = out
             running.n_left -= 1
-            if running.held:
-                self.workers.submit(*running.held.pop(0))
             if running.n_left == 0:
                 finished.append(tid)
         finish = time.perf_counter()

@@ -27,11 +27,6 @@ class Trial:
         The search's answer depends on it: when ``max_time`` comes while it
         runs, it is not stopped with the others but gets the final trials'
         grace period.
-    max_parallel : int, default=None
-        At most this many of its folds run at once (the others wait for
-        them, not for a free worker); ``None``: as many as there are workers.
-        A strategy keeps a slow trial from taking every worker this way, so
-        cheaper trials go on beside it.
 
     Examples
     --------
@@ -45,7 +40,6 @@ class Trial:
     iter: int = 0
     extras: dict = field(default_factory=dict)
     final: bool = field(default=False, repr=False)
-    max_parallel: int | None = field(default=None, repr=False)
 
 
 @dataclass

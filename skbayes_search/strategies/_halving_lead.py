@@ -179,26 +179,6 @@ class LeadRung:
             lead += cost if t.extras.get("role") == "lead" else 0.0
         return math.isfinite(total) and lead <= self.share * total
 
-    def width(self, ctx: SearchContext, chosen: list[Trial]) -> int:
-        """Folds a new lead trial may run at once: the lead's share of the
-        workers (at least one) less what its running trials (and ``chosen``)
-        hold, at most one per split; 0 when they hold it all.
-
-        The share is of the workers as well as of the fit time, so that a
-        lead trial, many times dearer than the trials below it, never takes
-        every worker: with two, its folds run one after another while the
-        other worker goes on with the small rungs (where it took both, the
-        search had no new result for 10 to 19 s early on; doc/benchmarks.rst).
-        """
-        workers = max(1, int(ctx.n_jobs_effective))
-        cap = max(1, math.floor(self.share * workers + 1e-9))
-        held = sum(
-            ctx.n_splits if t.max_parallel is None else t.max_parallel
-            for t in [*ctx.pending, *chosen]
-            if t.extras.get("role") == "lead"
-        )
-        return max(0, min(cap - held, ctx.n_splits))
-
     def propose(
         self, ctx: SearchContext, k: int, n: int, it: int, running: list[Trial]
     ) -> list[Trial]:

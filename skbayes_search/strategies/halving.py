@@ -399,20 +399,12 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             n_used = len(trials) + len(leads) + sum(2 if h else 1 for _, h in starts)
             if n_used >= room:
                 break
-            width, lead_fits = None, fits
-            if lead is not None and self.asynchronous:
-                # a lead trial runs on its share of the workers only, and
-                # takes longer for it
-                width = self._lead.width(ctx, leads)
-                lead_fits = ledger.fits_in(seconds, ctx.n_splits, max(1, width))
             if (
                 lead is not None
-                and width != 0
-                and lead_fits(None, lead)
+                and fits(None, lead)
                 and self._lead.due(ctx, ledger, [*trials, *leads])
             ):
                 leads.append(self._trial({}, lead, it, "lead"))
-                leads[-1].max_parallel = width
                 continue
             promotion = ledger.promotion(busy, fits)
             if promotion is not None:
@@ -473,10 +465,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 trials.append(self._trial(params, hedge_rung, it, "hedge", value))
         if leads:
             running_trials = [*ctx.pending, *trials]
-            proposed = self._lead.propose(ctx, lead, len(leads), it, running_trials)
-            for placeholder, t in zip(leads, proposed):
-                t.max_parallel = placeholder.max_parallel
-            trials += proposed
+            trials += self._lead.propose(ctx, lead, len(leads), it, running_trials)
         return trials
 
     def _trial(
