@@ -500,12 +500,18 @@ class Categorical(Dimension):
         return self.categories
 
     def _decodes_to(self, value: Any) -> bool:
-        return any(_strict_match(c, value) for c in self.categories)
+        return self._strict_index(value) is not None
 
-    def _index(self, value: Any) -> int | None:
+    def _strict_index(self, value: Any) -> int | None:
         for i, c in enumerate(self.categories):
             if _strict_match(c, value):
                 return i
+        return None
+
+    def _index(self, value: Any) -> int | None:
+        i = self._strict_index(value)
+        if i is not None:
+            return i
         for i, c in enumerate(self.categories):
             if _loose_match(c, value):
                 return i
