@@ -413,18 +413,34 @@ class RungLedger:
         return float(scaled_cost(c0, curve, ladder[j], cost, ladder[k]))
 
     def fits_in(
-        self, seconds: float, n_splits: int, n_jobs: int
+        self,
+        seconds: float,
+        n_splits: int,
+        n_jobs: int,
+        elapsed: float = math.inf,
     ) -> Callable[[bytes | None, int], bool]:
         """``fits(key, rung)``: whether a trial of a configuration (None: a
         new one) on that rung is predicted (:meth:`predicted_cost`) to take
-        at most ``seconds``; always, before there is anything to predict
-        from."""
-        if not math.isfinite(seconds):
+        at most ``seconds`` and, above the base rung, at most ``elapsed``
+        (the seconds the search has run); always, before there is anything
+        to predict from.
+
+        The second limit keeps a young search anytime: a trial that would
+        hold the workers for longer than the search has run waits until
+        the search has run as long, and the workers meanwhile take the small
+        rungs that improve a poor incumbent within seconds (a doubling
+        rule: no trial costs more than all before it).
+        """
+        limit = min(seconds, elapsed)
+        if not math.isfinite(limit):
             return lambda key, k: True
 
         def fits(key: bytes | None, k: int) -> bool:
             summed = self.predicted_cost(key, k)
-            return summed is None or wall_seconds(summed, n_splits, n_jobs) <= seconds
+            if summed is None:
+                return True
+            wall = wall_seconds(summed, n_splits, n_jobs)
+            return wall <= seconds and (k <= self.base or wall <= elapsed)
 
         return fits
 

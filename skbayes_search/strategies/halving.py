@@ -72,9 +72,10 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         when it is predicted not to fit even so) and trials predicted not to
         fit in the rest are not started; when only the kept time is left,
         that evaluation starts, and the search goes on with whatever time
-        it leaves. It may run 10 % of ``max_time`` (at least 1 s) past it,
-        and if it is stopped there the answer is the best trial on a
-        subset, with a warning.
+        it leaves. That evaluation may run 10 % of ``max_time`` (at least
+        1 s) past it, and if it is stopped there the answer is the best
+        trial on a subset, with a warning. A trial above the base rung
+        waits until the search has run as long as it is predicted to take.
     trial_timeout : float, default=None
         Seconds one trial may run; a trial past it is stopped and recorded as
         failed with the reason (user guide, "Budgets").
@@ -379,7 +380,10 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         ledger, rungs = self._ledger, self._rungs
         if seconds <= 0:
             return []
-        fits = ledger.fits_in(seconds, ctx.n_splits, ctx.n_jobs_effective)
+        # under max_time, nothing above the base rung outlasts the search so
+        # far (without it, the clock must not choose the trials)
+        elapsed = math.inf if ctx.max_time is None else ctx.elapsed()
+        fits = ledger.fits_in(seconds, ctx.n_splits, ctx.n_jobs_effective, elapsed)
         busy: dict[bytes, set[int]] = defaultdict(set)
         running = list(ctx.X_pending())
         for t, x in zip(ctx.pending, running):

@@ -1,6 +1,7 @@
 """HalvingBayesSearchCV: ASHA with GP proposals and a hedge against
 misleading small subsets."""
 
+import math
 import pickle
 import time
 import warnings
@@ -749,6 +750,55 @@ def test_a_promotion_is_predicted_to_cost_at_least_its_own_growth():
         ledger.predicted_cost(None, 3)
     )
     assert ledger.predicted_cost(plain, 3) < 0.4 + 3.2 * 3**2
+
+
+def test_a_young_search_starts_nothing_above_the_base_that_outlasts_it():
+    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+    ledger = RungLedger(rungs, factor=3)
+    ledger.absorb(_linear_costs(rungs, (0.1, 0.2, 0.3)))
+    # 5 splits in three rounds on 2 workers: rung 1 (1.2 s summed) takes
+    # 0.72 s, rung 2 (3.6 s summed) 2.16 s
+    young = ledger.fits_in(math.inf, 5, 2, elapsed=2.0)
+    assert young(None, 1)
+    assert not young(None, 2)
+    assert ledger.fits_in(math.inf, 5, 2, elapsed=2.2)(None, 2)
+    # the time left still limits whatever the search has run
+    assert not ledger.fits_in(2.0, 5, 2, elapsed=100.0)(None, 2)
+    # without the clock (no max_time), anything fits
+    assert ledger.fits_in(math.inf, 5, 2)(None, 4)
+    # the base rung is exempt, so a young search always has a trial to start
+    ledger.base = 2
+    assert young(None, 2)
+    assert not young(None, 3)
+
+
+def test_under_max_time_a_promotion_waits_until_the_search_has_run_as_long():
+    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+    search = HalvingBayesSearchCV(
+        Curves(), SPACE, lead_share=0.0, hedge_fraction=0.0, random_state=0
+    )
+
+    def proposed(max_time, elapsed):
+        ctx = search_context(
+            SPACE,
+            n_train=1000,
+            max_time=max_time,
+            n_jobs_effective=2,
+            start_time=time.perf_counter() - elapsed,
+        )
+        search._init_search(ctx)
+        # a=0.3 leads rung 2 (3 of 3 there) and is due to climb to rung 3,
+        # predicted at 13.2 s summed (as in the test of the lead rung), 6.6 s
+        # on two splits and two workers
+        ctx.trials += _linear_costs(rungs, (0.1, 0.2, 0.3))
+        trials = search._ask(ctx, 3)
+        return [(rungs.of(t.fraction), t.extras["role"]) for t in trials]
+
+    assert {k for k, _ in proposed(1e4, elapsed=1.0)} == {0}
+    assert (3, "promoted") not in proposed(1e4, elapsed=6.0)
+    assert (3, "promoted") in proposed(1e4, elapsed=7.0)
+    # without max_time the clock does not choose the trials
+    assert (3, "promoted") in proposed(None, elapsed=1.0)
 
 
 def test_a_lead_trial_is_due_while_lead_trials_have_less_than_their_share():
