@@ -455,10 +455,23 @@ class RungLedger:
         the top ``floor(n / factor)`` of a rung's successful trials that has
         neither finished nor is running (``busy``: key -> rungs) on any
         higher rung, and that ``allowed(key, rung)`` accepts.
+
+        Until a trial on all data has finished, the only configuration that
+        climbs to all data is the incumbent. The time kept for its all-data
+        evaluation is what lets a cheaper rival fit first, and a rival
+        measured there first would become the answer (on all data, only
+        trials on all data count) and end the keeping before the incumbent
+        is measured.
         """
-        for k in range(self.rungs.top - 1, self.base - 1, -1):
+        top = self.rungs.top
+        first = not self._scores[top]
+        for k in range(top - 1, self.base - 1, -1):
             ranked = self.successes(k)
-            for key, _ in ranked[: int(len(ranked) // self.factor)]:
+            eligible = ranked[: int(len(ranked) // self.factor)]
+            if k + 1 == top and first:
+                held = self.incumbent[0] if self.incumbent else None
+                eligible = [(key, s) for key, s in eligible if key == held]
+            for key, _ in eligible:
                 higher = self._done.get(key, set()) | busy.get(key, set())
                 if max(higher) > k:
                     continue

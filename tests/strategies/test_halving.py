@@ -269,6 +269,34 @@ def test_once_a_trial_on_all_data_succeeds_the_incumbent_is_the_best_there():
     assert ledger.incumbent_row() == 4
 
 
+def test_the_first_configuration_to_climb_to_all_data_is_the_incumbent():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    # rung 3 (below all data): six configurations, the top third a=0.6
+    # (the incumbent) and a=0.5
+    configs = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+    trials = [_record(a, 3, a, "promoted", rungs) for a in configs]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.6}, 0.6)
+    incumbent = np.array([0.6]).tobytes()
+
+    def cheaper_only(key, k):  # the incumbent does not fit in the time left
+        return key != incumbent
+
+    # the rival does not climb in its place, while time is kept for the
+    # incumbent's own evaluation on all data
+    assert ledger.promotion({}, cheaper_only) is None
+    key, k = ledger.promotion({})
+    assert (ledger.params(key), k) == ({"a": 0.6}, 4)
+    # once a trial on all data has finished, promotions are ASHA's again,
+    # also when it failed (the incumbent cannot be measured there)
+    for score in (0.7, np.nan):
+        ledger = RungLedger(rungs, factor=3)
+        ledger.absorb([*trials, _record(0.6, 4, score, "promoted", rungs)])
+        key, k = ledger.promotion({}, cheaper_only)
+        assert (ledger.params(key), k) == ({"a": 0.5}, 4)
+
+
 def test_without_all_data_the_answer_is_the_incumbent_not_the_luckiest_small_trial(
     data,
 ):
