@@ -215,6 +215,7 @@ METHODS: dict[str, Method] = {
         ),
         _halving_variant("lead", lead_share=0.5),
         _halving_variant("nolead", lead_share=0.0),
+        _halving_variant("subval", subsample_validation=True),
         Method(
             "bayes",
             True,

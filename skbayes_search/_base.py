@@ -146,6 +146,11 @@ class BaseBayesSearchCV(BaseSearchCV):
     def _check_strategy_params(self, ctx: SearchContext) -> None:
         """Validate strategy settings against the data, before any fit."""
 
+    def _subsample_validation(self) -> bool:
+        """Whether a trial on a fraction of the training rows is scored on
+        the same fraction of the validation rows (otherwise on all)."""
+        return False
+
     def _init_search(self, ctx: SearchContext) -> None:
         """Reset per-search strategy state (surrogates, chains)."""
 
@@ -225,6 +230,7 @@ class BaseBayesSearchCV(BaseSearchCV):
             rng=np.random.default_rng(run.seed_subsets),
             fit_and_score_kwargs=run.fit_and_score_kwargs,
             callbacks=run.callbacks,
+            subsample_validation=self._subsample_validation(),
         )
         self._resume(run)
         self._search(run, evaluator)

@@ -2,11 +2,14 @@
 
 A trial is ``(params, fraction)``. For every CV split the estimator is fitted
 on a subset of ``round(fraction * n_train_split)`` of that split's training rows
-and scored on the split's *full* validation rows. Subsets are nested (a larger
-fraction contains every row of a smaller one), reproducible (one fixed order
-per split, seeded once per search) and stratified for classifiers (every
-prefix holds each class in proportion, and any prefix at least as long as the
-number of classes holds every class at least once).
+and scored on the split's *full* validation rows, or, when the search asks for
+it (``subsample_validation``), on the same fraction of them, as
+scikit-learn's halving searches do by subsampling the data before splitting.
+Subsets are nested (a larger fraction contains every row of a smaller one),
+reproducible (one fixed order per split, seeded once per search) and
+stratified for classifiers (every prefix holds each class in proportion, and
+any prefix at least as long as the number of classes holds every class at
+least once).
 
 Each fold is one job for the search's workers (:mod:`._workers`); passing
 index subsets lets scikit-learn slice ``X``, ``y`` and sample-aligned fit
@@ -111,6 +114,9 @@ class TrialEvaluator:
     callbacks : SearchCallbacks, optional
         scikit-learn fit callbacks of the search; each fit becomes one of
         their tasks.
+    subsample_validation : bool, default=False
+        Score a trial on ``fraction`` of each split's validation rows (a
+        nested, stratified prefix) instead of all of them.
     """
 
     def __init__(
@@ -124,12 +130,20 @@ class TrialEvaluator:
         rng: np.random.Generator,
         fit_and_score_kwargs: dict,
         callbacks: SearchCallbacks | None = None,
+        subsample_validation: bool = False,
     ) -> None:
         self.base_estimator = base_estimator
         self.X = X
         self.y = y
         self.splits = [(np.asarray(tr), np.asarray(te)) for tr, te in splits]
         self.orders = [stratified_order(tr, y_stratify, rng) for tr, _ in self.splits]
+        # drawn after the training orders, which stay those of a search that
+        # scores on every validation row
+        self.test_orders = (
+            [stratified_order(te, y_stratify, rng) for _, te in self.splits]
+            if subsample_validation
+            else None
+        )
         self.min_rows = 1
         if y_stratify is not None and len(y_stratify):
             self.min_rows = len(np.unique(np.asarray(y_stratify)))
@@ -146,10 +160,16 @@ class TrialEvaluator:
         return subset_size(fraction, self.n_train, self.min_rows)
 
     def subset_splits(self, fraction: float) -> list[tuple[np.ndarray, np.ndarray]]:
-        """``(train_subset, test)`` pairs for one fraction, in split order."""
+        """``(train_subset, test_subset)`` pairs for one fraction, in split
+        order; the test rows are all of the split's unless
+        ``subsample_validation``."""
         out = []
-        for order, (_, test) in zip(self.orders, self.splits):
+        for k, (order, (_, test)) in enumerate(zip(self.orders, self.splits)):
             m = subset_size(fraction, len(order), self.min_rows)
+            if self.test_orders is not None:
+                test_order = self.test_orders[k]
+                n = subset_size(fraction, len(test_order), self.min_rows)
+                test = np.sort(test_order[:n])
             out.append((np.sort(order[:m]), test))
         return out
 

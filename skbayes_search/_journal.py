@@ -154,6 +154,7 @@ class SearchJournal:
                 estimator=estimator,
                 searched=list(space.names),
                 return_train_score=bool(getattr(search, "return_train_score", False)),
+                subsample_validation=search._subsample_validation(),
             ),
         )
         self.lease, self.member = store.hold_run(self.run_id)

@@ -15,7 +15,9 @@ every split's train and test indices (int64). The scoring: a process-independent
 train scores are recorded. The estimator: its class and ``get_params(deep=True)``
 as JSON, without the searched parameters (their values come from the trials)
 and without ``n_jobs``, ``verbose``, ``pre_dispatch`` and ``memory`` (which do
-not change a result). Nothing in it depends on ``n_jobs`` or on the process.
+not change a result). Where the search scores trials on subsets on part of the
+validation rows (``subsample_validation``), that too. Nothing in it depends on
+``n_jobs`` or on the process.
 """
 
 from __future__ import annotations
@@ -198,12 +200,16 @@ def run_fingerprint(
     estimator: Any,
     searched: list[str],
     return_train_score: bool = False,
+    subsample_validation: bool = False,
 ) -> dict[str, Any]:
     """What a run is made from: data, CV splits, scoring and estimator.
 
     Equal for equal inputs in any process and whatever ``n_jobs``; see the
     module docstring for the contents and the cost.
     """
+    # only where scores on subsets come from part of the validation rows, so
+    # that every run made before the option existed keeps its fingerprint
+    validation = {"validation_rows": "subsampled"} if subsample_validation else {}
     return {
         "X": data_fingerprint(X),
         "y": data_fingerprint(y),
@@ -211,4 +217,5 @@ def run_fingerprint(
         "scoring": stable_repr(scoring),
         "train_scores": bool(return_train_score),
         "estimator": estimator_fingerprint(estimator, searched),
+        **validation,
     }

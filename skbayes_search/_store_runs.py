@@ -25,6 +25,7 @@ _FINGERPRINT_LABELS = {
     "scoring": "scoring",
     "train_scores": "return_train_score",
     "estimator": "estimator",
+    "validation_rows": "validation rows (subsample_validation)",
 }
 
 

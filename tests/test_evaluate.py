@@ -47,3 +47,46 @@ def test_subset_size_rounds_and_clips():
     assert subset_size(0.25, 100) == 25
     assert subset_size(1e-6, 100, min_rows=3) == 3
     assert subset_size(1.0, 77) == 77
+
+
+def _evaluator(subsample_validation, seed=0):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    from skbayes_search._evaluate import TrialEvaluator
+
+    rng = np.random.default_rng(5)
+    y = np.repeat([0, 1, 2], [300, 200, 100])
+    X = rng.normal(size=(len(y), 2))
+    splits = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
+    return TrialEvaluator(
+        base_estimator=LogisticRegression(),
+        X=X,
+        y=y,
+        splits=splits,
+        y_stratify=y,
+        rng=np.random.default_rng(seed),
+        fit_and_score_kwargs={},
+        subsample_validation=subsample_validation,
+    ), y
+
+
+def test_validation_rows_follow_the_fraction_only_when_asked():
+    full, y = _evaluator(False)
+    part, _ = _evaluator(True)
+    for fraction in (0.1, 0.3):
+        for (tr_f, te_f), (tr_p, te_p), big in zip(
+            full.subset_splits(fraction),
+            part.subset_splits(fraction),
+            part.subset_splits(3 * fraction),
+        ):
+            # the training subsets are those of a search scoring every row
+            np.testing.assert_array_equal(tr_f, tr_p)
+            assert len(te_f) == 200
+            assert len(te_p) == subset_size(fraction, 200)
+            # nested, inside the split's validation rows, stratified
+            assert set(te_p) < set(big[1]) < set(te_f)
+            counts = np.bincount(y[te_p], minlength=3)
+            assert np.all(np.abs(counts - np.array([3, 2, 1]) / 6 * len(te_p)) <= 2)
+    for (_, te_f), (_, te_p) in zip(full.subset_splits(1.0), part.subset_splits(1.0)):
+        np.testing.assert_array_equal(te_f, te_p)

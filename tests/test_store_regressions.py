@@ -239,3 +239,32 @@ def test_an_unwritable_directory_is_named():
     # /proc takes no new files, even for root.
     with pytest.raises(OSError, match=r"/proc.*(writable|write)"):
         TrialStore("/proc/trials.sqlite").runs()
+
+
+def test_resuming_with_other_validation_rows_is_refused(tmp_path):
+    # Scores on part of the validation rows must not be ranked beside
+    # scores on all of them.
+    from skbayes_search import HalvingBayesSearchCV
+
+    path = str(tmp_path / "s.sqlite")
+    X, y = make_classification(n_samples=400, n_features=4, random_state=0)
+
+    def search(subsample_validation, n_iter):
+        return HalvingBayesSearchCV(
+            LogisticRegression(),
+            {"C": Real(1e-2, 1e2, prior="log-uniform")},
+            n_iter=n_iter,
+            n_initial_points=3,
+            min_resources=20,
+            cv=3,
+            random_state=0,
+            subsample_validation=subsample_validation,
+            store=path,
+            run_name="run",
+        )
+
+    search(True, 4).fit(X, y)
+    with pytest.raises(ValueError, match="subsample_validation"):
+        search(False, 5).fit(X, y)
+    assert _n_trials(path) == 4
+    assert len(search(True, 5).fit(X, y).cv_results_["params"]) == 5

@@ -141,6 +141,16 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         dimension, else 0: with five parameters the lead's trials were too
         few for its GP and lowered the answers (the halving page of the
         user guide). The share used is ``lead_share_``.
+    subsample_validation : bool, default=False
+        Score a trial on a share of the training rows on the same share of
+        each split's validation rows (a nested, stratified subset), as
+        scikit-learn's halving searches do; trials on all data are scored on
+        every validation row. Cheaper where scoring costs more than fitting
+        on small subsets (on letter with an SVC, a base-rung trial on 260
+        rows spent 0.02 s fitting and 0.07 s scoring 3,000 validation rows
+        per split), at the price of noisier scores there; measured in the
+        race it lowered the answers on magic (users' guide). A stored run
+        resumes only with the setting it was made with.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -250,6 +260,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             Interval(numbers.Real, 0, 1, closed="left"),
             StrOptions({"auto"}),
         ],
+        "subsample_validation": ["boolean"],
     }
 
     def __init__(
@@ -269,6 +280,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         neighbour_fraction: float = 0.0,
         start_rungs: str = "base",
         lead_share: float | str = "auto",
+        subsample_validation: bool = False,
         scoring: Any = None,
         n_jobs: int | None = None,
         refit: bool | str | Any = True,
@@ -290,10 +302,14 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         self.neighbour_fraction = neighbour_fraction
         self.start_rungs = start_rungs
         self.lead_share = lead_share
+        self.subsample_validation = subsample_validation
 
     # -- setup -------------------------------------------------------------------
     def _check_strategy_params(self, ctx: SearchContext) -> None:
         min_resources_rows(self.min_resources, ctx)
+
+    def _subsample_validation(self) -> bool:
+        return bool(self.subsample_validation)
 
     def _init_search(self, ctx: SearchContext) -> None:
         self.min_resources_ = min_resources_rows(self.min_resources, ctx)

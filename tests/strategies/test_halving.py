@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from joblib import parallel_backend
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.linear_model import Ridge
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -430,6 +431,33 @@ def test_finalize_evaluates_the_incumbent_on_all_data(data):
     assert search.best_index_ == 4
     assert search.incumbent_trajectory_[-1][1] == {"a": best["a"]}
     assert search.incumbent_trajectory_[-1][2] == rows[-1]["score"]
+
+
+def _n_validation_rows(estimator, X, y):
+    return float(len(X))
+
+
+@pytest.mark.parametrize("subsample", [True, False])
+def test_trials_on_subsets_are_scored_on_as_many_validation_rows(subsample):
+    # cv=3 on 600 rows: 400 training and 200 validation rows per split
+    X, y = make_classification(n_samples=600, random_state=0)
+    search = HalvingBayesSearchCV(
+        LogisticRegression(),
+        {"C": Real(1e-2, 1e2, prior="log-uniform")},
+        n_iter=12,
+        n_initial_points=4,
+        min_resources=20,
+        cv=3,
+        scoring=_n_validation_rows,
+        random_state=0,
+        subsample_validation=subsample,
+    ).fit(X, y)
+    res = search.cv_results_
+    assert set(res["n_resources"]) > {20, 400}
+    for fraction, n_rows in zip(res["resource_fraction"], res["split0_test_score"]):
+        expected = round(fraction * 200) if subsample else 200
+        assert n_rows == max(expected, 2)
+    assert res["split0_test_score"][search.best_index_] == 200
 
 
 def test_max_time_ends_with_a_measurement_on_all_data(data):
@@ -1023,6 +1051,7 @@ def test_clone_and_pickle(data):
         ({"n_initial_points": 0}, "n_initial_points"),
         ({"min_resources": "smallest"}, "min_resources"),
         ({"min_resources": 5000}, "min_resources=5000 is larger"),
+        ({"subsample_validation": "yes"}, "subsample_validation"),
     ],
 )
 def test_bad_parameters_are_named(data, params, fragment):
