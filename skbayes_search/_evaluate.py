@@ -3,9 +3,8 @@
 A trial is ``(params, fraction)``. For every CV split the estimator is fitted
 on a subset of ``round(fraction * n_train_split)`` of that split's training rows
 and scored on the split's *full* validation rows, or, when the search asks for
-it (``subsample_validation``), on the same fraction of them but never fewer
-than :data:`MIN_VALIDATION_ROWS`, close to what scikit-learn's halving
-searches do by subsampling the data before splitting.
+it (``subsample_validation``), on the same fraction of them, as
+scikit-learn's halving searches do by subsampling the data before splitting.
 Subsets are nested (a larger fraction contains every row of a smaller one),
 reproducible (one fixed order per split, seeded once per search) and
 stratified for classifiers (every prefix holds each class in proportion, and
@@ -27,14 +26,6 @@ from sklearn.base import clone
 from sklearn.model_selection._validation import _fit_and_score
 
 from ._callbacks import SearchCallbacks
-
-#: Fewest validation rows per split a subset trial is scored on when the
-#: search subsamples them (all of them where a split has fewer). On magic,
-#: rungs of 20 to 540 training rows scored on 5 to 135 of 2,853 validation
-#: rows per split ranked settings that differ by tenths of a point by noise,
-#: and the race's answers fell 0.6 pp; with 500 they did not (the benchmark
-#: page, "Validation rows in proportion").
-MIN_VALIDATION_ROWS = 500
 
 
 def stratified_order(
@@ -125,8 +116,7 @@ class TrialEvaluator:
         their tasks.
     subsample_validation : bool, default=False
         Score a trial on ``fraction`` of each split's validation rows (a
-        nested, stratified prefix), but on at least
-        :data:`MIN_VALIDATION_ROWS` of them, instead of all of them.
+        nested, stratified prefix) instead of all of them.
     """
 
     def __init__(
@@ -172,15 +162,13 @@ class TrialEvaluator:
     def subset_splits(self, fraction: float) -> list[tuple[np.ndarray, np.ndarray]]:
         """``(train_subset, test_subset)`` pairs for one fraction, in split
         order; the test rows are all of the split's unless
-        ``subsample_validation`` (then a prefix of at least
-        :data:`MIN_VALIDATION_ROWS`)."""
+        ``subsample_validation``."""
         out = []
         for k, (order, (_, test)) in enumerate(zip(self.orders, self.splits)):
             m = subset_size(fraction, len(order), self.min_rows)
             if self.test_orders is not None:
                 test_order = self.test_orders[k]
                 n = subset_size(fraction, len(test_order), self.min_rows)
-                n = max(n, min(len(test_order), MIN_VALIDATION_ROWS))
                 test = np.sort(test_order[:n])
             out.append((np.sort(order[:m]), test))
         return out

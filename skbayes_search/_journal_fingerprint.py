@@ -16,8 +16,7 @@ train scores are recorded. The estimator: its class and ``get_params(deep=True)`
 as JSON, without the searched parameters (their values come from the trials)
 and without ``n_jobs``, ``verbose``, ``pre_dispatch`` and ``memory`` (which do
 not change a result). Where the search scores trials on subsets on part of the
-validation rows (``subsample_validation``), that too, with the fewest rows
-it keeps. Nothing in it depends on
+validation rows (``subsample_validation``), that too. Nothing in it depends on
 ``n_jobs`` or on the process.
 """
 
@@ -31,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from ._evaluate import MIN_VALIDATION_ROWS
 from ._store_json import NOT_SCALAR, plain_scalar
 
 #: Arrays up to this many bytes are hashed whole; larger ones by a row sample.
@@ -210,13 +208,8 @@ def run_fingerprint(
     module docstring for the contents and the cost.
     """
     # only where scores on subsets come from part of the validation rows, so
-    # that every run made before the option existed keeps its fingerprint;
-    # the floor is part of the rows a score comes from
-    validation = (
-        {"validation_rows": f"subsampled, at least {MIN_VALIDATION_ROWS}"}
-        if subsample_validation
-        else {}
-    )
+    # that every run made before the option existed keeps its fingerprint
+    validation = {"validation_rows": "subsampled"} if subsample_validation else {}
     return {
         "X": data_fingerprint(X),
         "y": data_fingerprint(y),

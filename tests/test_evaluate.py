@@ -49,16 +49,14 @@ def test_subset_size_rounds_and_clips():
     assert subset_size(1.0, 77) == 77
 
 
-def _evaluator(subsample_validation, seed=0, per_class=(3000, 2000, 1000)):
+def _evaluator(subsample_validation, seed=0):
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
 
     from skbayes_search._evaluate import TrialEvaluator
 
     rng = np.random.default_rng(5)
-    # by default 2,000 validation rows per split: shares of them above and
-    # below the floor of MIN_VALIDATION_ROWS
-    y = np.repeat([0, 1, 2], per_class)
+    y = np.repeat([0, 1, 2], [300, 200, 100])
     X = rng.normal(size=(len(y), 2))
     splits = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
     return TrialEvaluator(
@@ -74,8 +72,6 @@ def _evaluator(subsample_validation, seed=0, per_class=(3000, 2000, 1000)):
 
 
 def test_validation_rows_follow_the_fraction_only_when_asked():
-    from skbayes_search._evaluate import MIN_VALIDATION_ROWS
-
     full, y = _evaluator(False)
     part, _ = _evaluator(True)
     for fraction in (0.1, 0.3):
@@ -86,23 +82,11 @@ def test_validation_rows_follow_the_fraction_only_when_asked():
         ):
             # the training subsets are those of a search scoring every row
             np.testing.assert_array_equal(tr_f, tr_p)
-            assert len(te_f) == 2000
-            assert len(te_p) == max(subset_size(fraction, 2000), MIN_VALIDATION_ROWS)
+            assert len(te_f) == 200
+            assert len(te_p) == subset_size(fraction, 200)
             # nested, inside the split's validation rows, stratified
             assert set(te_p) < set(big[1]) < set(te_f)
             counts = np.bincount(y[te_p], minlength=3)
             assert np.all(np.abs(counts - np.array([3, 2, 1]) / 6 * len(te_p)) <= 2)
     for (_, te_f), (_, te_p) in zip(full.subset_splits(1.0), part.subset_splits(1.0)):
         np.testing.assert_array_equal(te_f, te_p)
-
-
-def test_validation_rows_are_all_kept_below_the_floor():
-    # 200 validation rows per split, fewer than MIN_VALIDATION_ROWS
-    full, _ = _evaluator(False, per_class=(300, 200, 100))
-    part, _ = _evaluator(True, per_class=(300, 200, 100))
-    for fraction in (0.05, 0.5):
-        for (tr_f, te_f), (tr_p, te_p) in zip(
-            full.subset_splits(fraction), part.subset_splits(fraction)
-        ):
-            np.testing.assert_array_equal(tr_f, tr_p)
-            np.testing.assert_array_equal(te_f, te_p)

@@ -144,14 +144,13 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     subsample_validation : bool, default=False
         Score a trial on a share of the training rows on the same share of
         each split's validation rows (a nested, stratified subset), as
-        scikit-learn's halving searches do, but on at least 500 of them (all
-        where a split has fewer); trials on all data are scored on every
-        validation row. Cheaper where scoring costs more than fitting on
-        small subsets (on letter with an SVC, a base-rung trial on 260 rows
-        spent 0.02 s fitting and 0.07 s scoring 3,000 validation rows per
-        split), at the price of noisier scores there; without the floor,
-        the race's answers on magic fell below the allowance (users' guide).
-        A stored run resumes only with the setting it was made with.
+        scikit-learn's halving searches do; trials on all data are scored on
+        every validation row. Cheaper where scoring costs more than fitting
+        on small subsets (on letter with an SVC, a base-rung trial on 260
+        rows spent 0.02 s fitting and 0.07 s scoring 3,000 validation rows
+        per split), at the price of noisier scores there; measured in the
+        race it lowered the answers on magic (users' guide). A stored run
+        resumes only with the setting it was made with.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.

@@ -437,13 +437,9 @@ def _n_validation_rows(estimator, X, y):
     return float(len(X))
 
 
-@pytest.mark.parametrize("subsample, floor", [(True, 30), (True, 500), (False, 30)])
-def test_trials_on_subsets_are_scored_on_as_many_validation_rows(
-    subsample, floor, monkeypatch
-):
-    # cv=3 on 600 rows: 400 training and 200 validation rows per split; a
-    # floor of 500 keeps all 200
-    monkeypatch.setattr("skbayes_search._evaluate.MIN_VALIDATION_ROWS", floor)
+@pytest.mark.parametrize("subsample", [True, False])
+def test_trials_on_subsets_are_scored_on_as_many_validation_rows(subsample):
+    # cv=3 on 600 rows: 400 training and 200 validation rows per split
     X, y = make_classification(n_samples=600, random_state=0)
     search = HalvingBayesSearchCV(
         LogisticRegression(),
@@ -459,8 +455,8 @@ def test_trials_on_subsets_are_scored_on_as_many_validation_rows(
     res = search.cv_results_
     assert set(res["n_resources"]) > {20, 400}
     for fraction, n_rows in zip(res["resource_fraction"], res["split0_test_score"]):
-        expected = max(round(fraction * 200), floor) if subsample else 200
-        assert n_rows == min(expected, 200)
+        expected = round(fraction * 200) if subsample else 200
+        assert n_rows == max(expected, 2)
     assert res["split0_test_score"][search.best_index_] == 200
 
 
