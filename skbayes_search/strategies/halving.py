@@ -149,8 +149,8 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         on small subsets (on letter with an SVC, a base-rung trial on 260
         rows spent 0.02 s fitting and 0.07 s scoring 3,000 validation rows
         per split), at the price of noisier scores there; measured in the
-        race it lowered the answers on magic (users' guide). A stored run
-        resumes only with the setting it was made with.
+        race it slowed the time to target on magic (users' guide). A stored
+        run resumes only with the setting it was made with.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
