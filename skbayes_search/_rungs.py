@@ -222,9 +222,16 @@ class RungLedger:
         configuration (a mediocre lead trial would displace a better
         incumbent from the rung below), while the median gain undersells the
         configurations whose curves rise most (those that win on all data
-        where curves cross). Once a trial on all data has succeeded, only
-        those count: the search's answer is measured on all data, and the
-        incumbent is what it would return.
+        where curves cross). A configuration's own steps are left out of
+        the gains its score is reduced by: a setting whose score collapses
+        on more rows must not be excused by its own collapse, the only
+        measured gain of a step that nothing else has climbed yet.
+
+        Once a trial on all data has succeeded, those count, and beside them
+        only configurations on the rung below all data whose score there
+        beats every score on all data (learning curves rise, so such a
+        setting most likely wins on all data too): the incumbent is what
+        the search would return.
         """
         ranked = self._candidates()
         if not ranked or ranked[0][1] == self.rungs.top:
@@ -234,11 +241,11 @@ class RungLedger:
         )
         if not held:
             return ranked
-        offsets = self.rung_offsets()
-        _, k0, s0 = held
+        key0, k0, s0 = held
+        own = self.rung_offsets(without=key0)[k0]
         for rival in ranked:
-            _, k, score = rival
-            if score > s0 and score - offsets[k] > s0 - offsets[k0]:
+            key, k, score = rival
+            if score > s0 and score - self.rung_offsets(without=key)[k] > s0 - own:
                 held = rival
                 break
         return [held, *(r for r in ranked if r is not held)]
@@ -250,7 +257,17 @@ class RungLedger:
         top = self.rungs.top
         measured = self.successes(top)
         if measured:
-            return [(key, top, score) for key, score in measured]
+            ranked = [(key, top, score) for key, score in measured]
+            if top > 0:
+                # not measured on all data, or failed there: only a success
+                # on all data would answer for a configuration tried there
+                ranked += [
+                    (key, top - 1, score)
+                    for key, score in self.successes(top - 1)
+                    if score > measured[0][1] and top not in self._done[key]
+                ]
+            ranked.sort(key=lambda r: -r[2])  # stable: ties keep all data
+            return ranked
         rungs = self._incumbent_rungs()
         if not rungs:
             return []
@@ -264,13 +281,22 @@ class RungLedger:
         ranked.sort(key=lambda r: -r[2])  # stable: ties keep the higher rung
         return ranked
 
-    def rung_offsets(self) -> np.ndarray:
+    def rung_offsets(self, without: bytes | None = None) -> np.ndarray:
         """Per rung, the summed gains (:func:`level_gains`) of the steps up
-        to it: what a score there is reduced by to compare it with others."""
+        to it: what a score there is reduced by to compare it with others;
+        ``without`` a configuration's own steps, to compare its scores."""
+        if without is not None and any(without in d for d in self._steps):
+            steps = [[v for k, v in d.items() if k != without] for d in self._steps]
+            return np.concatenate([[0.0], np.cumsum(level_gains(steps))])
         if self._offsets is None:
             gains = level_gains([list(d.values()) for d in self._steps])
             self._offsets = np.concatenate([[0.0], np.cumsum(gains)])
         return self._offsets
+
+    def answer_measured(self) -> bool:
+        """Whether the incumbent, the search's answer, is measured on all
+        data."""
+        return self.incumbent is not None and self.incumbent[1] == self.rungs.top
 
     def _track_incumbent(self, elapsed: float) -> None:
         ranked = self._ranked_incumbents()
@@ -362,7 +388,7 @@ class RungLedger:
         kept. The margin counts here too: SVC fits on tens of thousands of
         rows grow faster than the curve fitted on the smaller subsets says.
         """
-        if self.incumbent is None or self.successes(self.rungs.top):
+        if self.incumbent is None or self.answer_measured():
             return time_left
         fractions, costs, keys = self._cost_table()
         own = [key == self.incumbent[0] for key in keys]
@@ -461,16 +487,20 @@ class RungLedger:
         evaluation is what lets a cheaper rival fit first, and a rival
         measured there first would become the answer (on all data, only
         trials on all data count) and end the keeping before the incumbent
-        is measured.
+        is measured. After that, an incumbent on the rung below all data
+        climbs first, however few trials share its rung.
         """
         top = self.rungs.top
         first = not self._scores[top]
+        held = self.incumbent[0] if self.incumbent else None
         for k in range(top - 1, self.base - 1, -1):
             ranked = self.successes(k)
             eligible = ranked[: int(len(ranked) // self.factor)]
             if k + 1 == top and first:
-                held = self.incumbent[0] if self.incumbent else None
                 eligible = [(key, s) for key, s in eligible if key == held]
+            elif k + 1 == top and not self.answer_measured():
+                mine = [(key, s) for key, s in ranked if key == held]
+                eligible = mine + [e for e in eligible if e[0] != held]
             for key, _ in eligible:
                 higher = self._done.get(key, set()) | busy.get(key, set())
                 if max(higher) > k:

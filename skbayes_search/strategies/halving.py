@@ -52,8 +52,8 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
     goes to plain BO on the *lead rung*, the largest subset below all data
     where several trials fit, with a GP of that rung's trials alone: where
     the best settings on all data rank low on small subsets, it finds them
-    there (by default in spaces of at most two dimensions). Every answer is
-    measured on all data.
+    there (by default in spaces of at most two dimensions). The answer is
+    measured on all data whenever the time allows.
     Users' guide: ``doc/strategies/halving.rst``.
 
     Parameters
@@ -176,19 +176,27 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         ``"promoted"``, ``"neighbour"``, ``"hedge"``, ``"probe"``,
         ``"lead"`` or ``"final"``).
     best_index_, best_score_, best_params_ : int, float, dict
-        The best successful trial on all data; with none, the incumbent
-        (below), with a warning; with a callable ``refit``, whatever it
-        selects.
+        The incumbent (below): the best successful trial on all data, or,
+        with a warning saying why, a trial on a subset. That is a trial on
+        the rung below all data whose score beats every score on all data
+        when its own evaluation there did not finish, or the best on the
+        highest rungs when nothing succeeded on all data. With a callable
+        ``refit``, whatever it selects.
     best_estimator_ : estimator
         Refitted on all data with ``best_params_`` (when ``refit``).
     incumbent_trajectory_ : list of (float, dict, float)
         Whenever the incumbent changes: seconds since ``fit`` started, its
         parameters and its measured score. The incumbent is the best
-        configuration measured on all data; until one is, the best over
-        the highest rung climbed (not counting hedge and lead trials) and
-        the rung below it, with hedge and lead trials above; it changes
+        configuration measured on all data, unless a configuration on the
+        rung below scores higher there than any on all data (learning
+        curves rise, so it most likely wins on all data too; it is
+        measured there next); until one is measured on all data, the best
+        over the highest rung climbed (not counting hedge and lead trials)
+        and the rung below it, with hedge and lead trials above. It changes
         only for a rival better both as measured and after the median gain
-        of the rows its rung has more. It ends with ``best_params_``.
+        of the rows its rung has more, a configuration's own steps left
+        out (one that falls on more rows is not excused by its own fall).
+        It ends with ``best_params_``.
     base_rung_trajectory_ : list of (float, int)
         Seconds since ``fit`` started and the base rung, from ``(0.0, 0)``
         and at every rise.
@@ -365,11 +373,11 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                 t.extras.setdefault("acquisition_value", np.nan)
                 t.extras["role"] = "new"
             return trials
-        ledger, rungs = self._ledger, self._rungs
+        ledger = self._ledger
         ledger.absorb(ctx.trials)
-        measured = bool(ledger.successes(rungs.top))
-        # until a configuration is measured on all data, the last trial of
-        # the budget is kept for the final evaluation
+        measured = ledger.answer_measured()
+        # until the answer is measured on all data, the last trial of the
+        # budget is kept for its evaluation there
         room = ctx.n_remaining() - (0 if measured else 1)
         seconds = math.inf
         if ctx.max_time is not None:
@@ -498,9 +506,9 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
 
     # -- the end -------------------------------------------------------------------
     def _finalize(self, ctx: SearchContext) -> list[Trial]:
-        ledger, rungs = self._ledger, self._rungs
+        ledger = self._ledger
         ledger.absorb(ctx.trials)
-        if ledger.successes(rungs.top) or self._top_running(ctx):
+        if ledger.answer_measured() or self._top_running(ctx):
             return []
         return self._final_trials(ctx, self._n_asks, last=True)
 
@@ -538,17 +546,24 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         return more
 
     def _select_best(self, results: dict, refit_metric: str) -> int:
-        # the incumbent: the best on all data, or with no success there the
-        # best over the two highest rungs climbed, never the luckiest of
-        # many configurations on a few rows
+        # the incumbent: the best on all data (or on the rung below, when it
+        # beats every score there), or with no success there the best over
+        # the two highest rungs climbed, never the luckiest of many
+        # configurations on a few rows
         row = None if callable(self.refit) else self._ledger.incumbent_row()
         if row is None:
             return super()._select_best(results, refit_metric)
         if results["resource_fraction"][row] < 1.0:
+            n_rows = results["n_resources"][row]
+            why = (
+                "its score there beats every score on all data, and its own "
+                "evaluation on all data did not finish"
+                if self._ledger.successes(self._rungs.top)
+                else "no trial on all data succeeded"
+            )
             warnings.warn(
-                "HalvingBayesSearchCV: no trial on all data succeeded; best_ "
-                "is the incumbent measured on "
-                f"{results['n_resources'][row]} rows.",
+                f"HalvingBayesSearchCV: best_ is measured on {n_rows} rows, not "
+                f"on all data: {why}.",
                 UserWarning,
                 stacklevel=6,
             )

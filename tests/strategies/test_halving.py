@@ -259,15 +259,72 @@ def test_once_a_trial_on_all_data_succeeds_the_incumbent_is_the_best_there():
     rungs = Rungs.geometric(1000, 20, 3)
     ledger = RungLedger(rungs, factor=3)
     trials = [_record(a, 0, a, "new", rungs) for a in (0.1, 0.2, 0.3)]
-    trials += [_record(0.3, 3, 0.9, "promoted", rungs)]
+    trials += [_record(0.3, 2, 0.9, "promoted", rungs)]
     ledger.absorb(trials)
     assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.9)
     trials += [_record(0.2, 4, 0.6, "promoted", rungs)]
     ledger.absorb(trials)
     # the search returns the best on all data: so is the incumbent, though
-    # a better score stands one rung below
+    # a better score stands two rungs below
     assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.2}, 0.6)
     assert ledger.incumbent_row() == 4
+    assert ledger.answer_measured()
+
+
+def test_a_better_score_on_the_rung_below_all_data_is_the_answer_and_climbs():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = [_record(a, 3, a, "promoted", rungs) for a in (0.5, 0.8)]
+    trials += [_record(0.8, 4, 0.6, "final", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.8}, 0.6)
+    # a = 0.2 scores 0.7 on a third of the rows, above the 0.6 that a = 0.8
+    # scored on all of them: learning curves rise, so it is the answer
+    trials += [_record(0.2, 3, 0.7, "promoted", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.2}, 0.7)
+    assert ledger.incumbent_row() == 3
+    assert not ledger.answer_measured()
+    # it is measured on all data next, though three trials share its rung
+    # (only the top third of a rung climbs), and time is kept for it
+    key, k = ledger.promotion({})
+    assert (ledger.params(key), k) == ({"a": 0.2}, 4)
+    assert ledger.params(ledger.final_candidate()) == {"a": 0.2}
+    # once measured there, all data decides
+    for score, answer in ((0.65, ({"a": 0.2}, 0.65)), (0.55, ({"a": 0.8}, 0.6))):
+        ledger = RungLedger(rungs, factor=3)
+        ledger.absorb([*trials, _record(0.2, 4, score, "promoted", rungs)])
+        assert ledger.incumbent_trajectory[-1][1:] == answer
+        assert ledger.answer_measured()
+    # a score below the best on all data does not answer, nor one whose
+    # trial on all data failed
+    failed = _record(0.2, 4, math.nan, "promoted", rungs)
+    for score, more in ((0.59, []), (0.7, [failed])):
+        ledger = RungLedger(rungs, factor=3)
+        ledger.absorb([*trials[:3], _record(0.2, 3, score, "promoted", rungs), *more])
+        assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.8}, 0.6)
+        assert ledger.answer_measured()
+
+
+def test_a_configuration_that_falls_on_more_rows_is_not_excused_by_its_fall():
+    rungs = Rungs.geometric(10000, 20, 3)
+    assert rungs.top == 6
+    # the steps from rung 0 to 2 gain 0.05 each
+    trials = []
+    for a, score in ((0.1, 0.5), (0.2, 0.6), (0.3, 0.7), (0.4, 0.45)):
+        trials += [_record(a, 0, score - 0.1, "new", rungs)]
+        trials += [_record(a, 1, score - 0.05, "promoted", rungs)]
+        trials += [_record(a, 2, score, "promoted", rungs)]
+    for score, answer in ((0.5, ({"a": 0.2}, 0.6)), (0.74, ({"a": 0.3}, 0.74))):
+        ledger = RungLedger(rungs, factor=3)
+        ledger.absorb(trials)
+        assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.7)
+        # a = 0.3 alone climbs to rung 3. Falling to 0.5 there, it is below
+        # a = 0.2's 0.6 on rung 2 as measured, and its own fall, the only
+        # measured gain of that step, would have excused it (compared by
+        # its gain, it would stand level with its 0.7 on rung 2)
+        ledger.absorb([*trials, _record(0.3, 3, score, "promoted", rungs)])
+        assert ledger.incumbent_trajectory[-1][1:] == answer
 
 
 def test_the_first_configuration_to_climb_to_all_data_is_the_incumbent():
@@ -307,7 +364,7 @@ def test_without_all_data_the_answer_is_the_incumbent_not_the_luckiest_small_tri
     search = _search(
         n_iter=12, n_initial_points=1000, hedge_fraction=0.0, lucky=True, refit=False
     )
-    with pytest.warns(UserWarning, match="no trial on all data"):
+    with pytest.warns(UserWarning, match="no trial on all data succeeded"):
         search.fit(X, y)
     rows = _rows(search)
     assert not any(r["rung"] == 4 and np.isfinite(r["score"]) for r in rows)
