@@ -222,30 +222,30 @@ class RungLedger:
         configuration (a mediocre lead trial would displace a better
         incumbent from the rung below), while the median gain undersells the
         configurations whose curves rise most (those that win on all data
-        where curves cross). A configuration's own steps are left out of
-        the gains its score is reduced by: a setting whose score collapses
-        on more rows must not be excused by its own collapse, the only
-        measured gain of a step that nothing else has climbed yet.
+        where curves cross).
 
         Once a trial on all data has succeeded, those count, and beside them
         only configurations on the rung below all data whose score there
         beats every score on all data (learning curves rise, so such a
-        setting most likely wins on all data too): the incumbent is what
-        the search would return.
+        setting most likely wins on all data too), all by score as
+        measured: the incumbent is what the search would return.
         """
         ranked = self._candidates()
-        if not ranked or ranked[0][1] == self.rungs.top:
+        if not ranked or self.successes(self.rungs.top):
+            # by score as measured: a rival's own gain to all data is not
+            # known, and the step's measured gain may be the incumbent's own
+            # fall there
             return ranked
         held = self.incumbent and next(
             (r for r in ranked if r[0] == self.incumbent[0]), None
         )
         if not held:
             return ranked
-        key0, k0, s0 = held
-        own = self.rung_offsets(without=key0)[k0]
+        offsets = self.rung_offsets()
+        _, k0, s0 = held
         for rival in ranked:
-            key, k, score = rival
-            if score > s0 and score - self.rung_offsets(without=key)[k] > s0 - own:
+            _, k, score = rival
+            if score > s0 and score - offsets[k] > s0 - offsets[k0]:
                 held = rival
                 break
         return [held, *(r for r in ranked if r is not held)]
@@ -281,13 +281,9 @@ class RungLedger:
         ranked.sort(key=lambda r: -r[2])  # stable: ties keep the higher rung
         return ranked
 
-    def rung_offsets(self, without: bytes | None = None) -> np.ndarray:
+    def rung_offsets(self) -> np.ndarray:
         """Per rung, the summed gains (:func:`level_gains`) of the steps up
-        to it: what a score there is reduced by to compare it with others;
-        ``without`` a configuration's own steps, to compare its scores."""
-        if without is not None and any(without in d for d in self._steps):
-            steps = [[v for k, v in d.items() if k != without] for d in self._steps]
-            return np.concatenate([[0.0], np.cumsum(level_gains(steps))])
+        to it: what a score there is reduced by to compare it with others."""
         if self._offsets is None:
             gains = level_gains([list(d.values()) for d in self._steps])
             self._offsets = np.concatenate([[0.0], np.cumsum(gains)])

@@ -194,9 +194,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         over the highest rung climbed (not counting hedge and lead trials)
         and the rung below it, with hedge and lead trials above. It changes
         only for a rival better both as measured and after the median gain
-        of the rows its rung has more, a configuration's own steps left
-        out (one that falls on more rows is not excused by its own fall).
-        It ends with ``best_params_``.
+        of the rows its rung has more. It ends with ``best_params_``.
     base_rung_trajectory_ : list of (float, int)
         Seconds since ``fit`` started and the base rung, from ``(0.0, 0)``
         and at every rise.

@@ -306,27 +306,6 @@ def test_a_better_score_on_the_rung_below_all_data_is_the_answer_and_climbs():
         assert ledger.answer_measured()
 
 
-def test_a_configuration_that_falls_on_more_rows_is_not_excused_by_its_fall():
-    rungs = Rungs.geometric(10000, 20, 3)
-    assert rungs.top == 6
-    # the steps from rung 0 to 2 gain 0.05 each
-    trials = []
-    for a, score in ((0.1, 0.5), (0.2, 0.6), (0.3, 0.7), (0.4, 0.45)):
-        trials += [_record(a, 0, score - 0.1, "new", rungs)]
-        trials += [_record(a, 1, score - 0.05, "promoted", rungs)]
-        trials += [_record(a, 2, score, "promoted", rungs)]
-    for score, answer in ((0.5, ({"a": 0.2}, 0.6)), (0.74, ({"a": 0.3}, 0.74))):
-        ledger = RungLedger(rungs, factor=3)
-        ledger.absorb(trials)
-        assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.7)
-        # a = 0.3 alone climbs to rung 3. Falling to 0.5 there, it is below
-        # a = 0.2's 0.6 on rung 2 as measured, and its own fall, the only
-        # measured gain of that step, would have excused it (compared by
-        # its gain, it would stand level with its 0.7 on rung 2)
-        ledger.absorb([*trials, _record(0.3, 3, score, "promoted", rungs)])
-        assert ledger.incumbent_trajectory[-1][1:] == answer
-
-
 def test_the_first_configuration_to_climb_to_all_data_is_the_incumbent():
     rungs = Rungs.geometric(1000, 20, 3)
     ledger = RungLedger(rungs, factor=3)
