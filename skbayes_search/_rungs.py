@@ -481,10 +481,11 @@ class RungLedger:
         Until a trial on all data has finished, the only configuration that
         climbs to all data is the incumbent. The time kept for its all-data
         evaluation is what lets a cheaper rival fit first, and a rival
-        measured there first would become the answer (on all data, only
-        trials on all data count) and end the keeping before the incumbent
-        is measured. After that, an incumbent on the rung below all data
-        climbs first, however few trials share its rung.
+        measured there first would become the answer (a score on all data
+        outranks every score below it but a higher one on the rung just
+        below) and end the keeping before the incumbent is measured. After
+        that, an incumbent on the rung below all data climbs first, however
+        few trials share its rung.
         """
         top = self.rungs.top
         first = not self._scores[top]

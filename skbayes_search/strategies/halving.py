@@ -179,7 +179,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         The incumbent (below): the best successful trial on all data, or,
         with a warning saying why, a trial on a subset. That is a trial on
         the rung below all data whose score beats every score on all data
-        when its own evaluation there did not finish, or the best on the
+        when it was not measured there in time, or the best on the
         highest rungs when nothing succeeded on all data. With a callable
         ``refit``, whatever it selects.
     best_estimator_ : estimator
@@ -554,8 +554,8 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         if results["resource_fraction"][row] < 1.0:
             n_rows = results["n_resources"][row]
             why = (
-                "its score there beats every score on all data, and its own "
-                "evaluation on all data did not finish"
+                "its score there beats every score on all data, and it was "
+                "not measured on all data in time"
                 if self._ledger.successes(self._rungs.top)
                 else "no trial on all data succeeded"
             )
