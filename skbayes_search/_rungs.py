@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ._cost_model import (
+    FINAL_REACH,
     RESERVE_MAX_SHARE,
     cost_curve,
     own_scaled_cost,
@@ -383,16 +384,37 @@ class RungLedger:
         keeping time would most likely only shorten the search: nothing is
         kept. The margin counts here too: SVC fits on tens of thousands of
         rows grow faster than the curve fitted on the smaller subsets says.
+        Nor is anything kept once the evaluation is out of reach of the time
+        left and the ``grace`` (:meth:`final_in_reach`): it will not start.
         """
         if self.incumbent is None or self.answer_measured():
             return time_left
+        inc = self.incumbent[0]
+        if not self.final_in_reach(inc, time_left + grace, n_splits, n_jobs):
+            return time_left
         fractions, costs, keys = self._cost_table()
-        own = [key == self.incumbent[0] for key in keys]
+        own = [key == inc for key in keys]
         reserve = reserve_seconds(fractions, costs, own, n_splits, n_jobs)
         most = RESERVE_MAX_SHARE * max_time
         if reserve > most + grace:
             return time_left
         return time_left - min(reserve, most)
+
+    def final_in_reach(
+        self, key: bytes, seconds: float, n_splits: int, n_jobs: int
+    ) -> bool:
+        """Whether an all-data trial of ``key``, started now on ``n_jobs``
+        workers of their own, may finish within ``seconds``: its predicted
+        wall time (:meth:`predicted_cost`) is at most ``FINAL_REACH`` times
+        that; always when there is nothing to predict from.
+
+        A trial out of reach would be stopped at its deadline and recorded
+        as failed, having held every worker for the time that was left.
+        """
+        summed = self.predicted_cost(key, self.rungs.top)
+        if summed is None:
+            return True
+        return wall_seconds(summed, n_splits, n_jobs) <= FINAL_REACH * seconds
 
     def predicted_cost(self, key: bytes | None, k: int) -> float | None:
         """Predicted cost (summed over splits) of a configuration's trial on

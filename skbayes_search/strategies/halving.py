@@ -75,7 +75,9 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         that evaluation starts, and the search goes on with whatever time
         it leaves. That evaluation may run 10 % of ``max_time`` (at least
         1 s) past it, and if it is stopped there the answer is the best
-        trial on a subset, with a warning. A trial above the base rung
+        trial on a subset, with a warning. It does not start when it is
+        predicted to take more than twice the time left to that deadline
+        (nor is time kept for it then). A trial above the base rung
         waits until the search has run as long as it is predicted to take.
     trial_timeout : float, default=None
         Seconds one trial may run; a trial past it is stopped and recorded as
@@ -319,6 +321,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
 
     def _init_search(self, ctx: SearchContext) -> None:
         self.min_resources_ = min_resources_rows(self.min_resources, ctx)
+        self._final_out_of_reach = False
         rungs = Rungs.geometric(ctx.n_train, self.min_resources_, self.factor)
         self.fallback_ = len(rungs.rows) < MIN_RUNGS
         self.lead_share_ = 0.0
@@ -518,12 +521,22 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         self, ctx: SearchContext, it: int, last: bool = False
     ) -> list[Trial]:
         """The incumbent's all-data evaluation, by ``_ask`` or (``last``)
-        when the search ends."""
+        when the search ends; none when it is predicted not to finish by
+        the final trials' deadline (the answer then rests on a subset, and
+        ``_select_best`` warns)."""
         ledger, rungs = self._ledger, self._rungs
         if ctx.trials:
             key = ledger.final_candidate()
             if key is None:
                 return []  # every trial failed; the base reports it
+            if ctx.max_time is not None and not ledger.final_in_reach(
+                key,
+                final_deadline(ctx.max_time) - ctx.elapsed(),
+                ctx.n_splits,
+                ctx.n_jobs_effective,
+            ):
+                self._final_out_of_reach = True
+                return []
             params = ledger.params(key)
         elif not last:
             return []
@@ -553,12 +566,19 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             return super()._select_best(results, refit_metric)
         if results["resource_fraction"][row] < 1.0:
             n_rows = results["n_resources"][row]
-            why = (
-                "its score there beats every score on all data, and it was "
-                "not measured on all data in time"
-                if self._ledger.successes(self._rungs.top)
-                else "no trial on all data succeeded"
-            )
+            if self._ledger.successes(self._rungs.top):
+                why = (
+                    "its score there beats every score on all data, and it "
+                    "was not measured on all data in time"
+                )
+            elif self._final_out_of_reach:
+                why = (
+                    "its evaluation on all data was predicted not to finish "
+                    "within max_time and the final trial's grace period, so "
+                    "it was not started"
+                )
+            else:
+                why = "no trial on all data succeeded"
             warnings.warn(
                 f"HalvingBayesSearchCV: best_ is measured on {n_rows} rows, not "
                 f"on all data: {why}.",

@@ -385,6 +385,48 @@ def test_time_is_kept_for_the_final_evaluation_only_if_it_fits_with_its_margin(
     assert left == pytest.approx(200.0 - kept, abs=0.1)
 
 
+def test_no_time_is_kept_for_a_final_evaluation_out_of_reach():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = []
+    for a, k, score, cost in [(0.1, 0, 0.5, 0.01), (0.3, 3, 0.9, 54.01)]:
+        record = _record(a, k, score, "new", rungs)
+        record.cost = cost
+        trials.append(record)
+    ledger.absorb(trials)
+    key = ledger.incumbent[0]
+    predicted = ledger.predicted_cost(key, rungs.top)
+    assert predicted == pytest.approx(100.0, abs=0.1)
+    # one split on one worker: started with at least half its predicted
+    # time left, it may still finish
+    assert ledger.final_in_reach(key, predicted / 2, n_splits=1, n_jobs=1)
+    assert not ledger.final_in_reach(key, predicted / 2 - 0.1, 1, 1)
+    # two splits on two workers: the same wall time
+    assert ledger.final_in_reach(key, predicted / 2, n_splits=2, n_jobs=2)
+    # 400 s of max_time keep 150 s while the evaluation can start in time;
+    # with 9 s and the 40 s grace left it cannot, and nothing is kept
+    assert ledger.seconds_allowed(60.0, 400.0, 40.0, 1, 1) == pytest.approx(
+        -90.0, abs=0.1
+    )
+    assert ledger.seconds_allowed(9.0, 400.0, 40.0, 1, 1) == 9.0
+
+
+def test_an_all_data_trial_out_of_reach_is_not_started(data):
+    X, y = data
+    # 3 s per split on all rows against 2 s of max_time and 1 s of grace:
+    # the incumbent's all-data trial is not started (before, it ran until
+    # the grace ended and was recorded as failed)
+    search = _search(n_iter=10_000, max_time=2.0, n_initial_points=1000, delay=3.0)
+    with parallel_backend("threading", n_jobs=1):
+        with pytest.warns(UserWarning, match="predicted not to finish"):
+            search.fit(X, y)
+    rows = _rows(search)
+    assert rows and not any(r["role"] == "final" for r in rows)
+    assert all(np.isfinite(r["score"]) for r in rows)
+    assert max(r["rung"] for r in rows) < 4
+    assert rows[search.best_index_]["rung"] < 4
+
+
 def test_a_hedge_that_scores_better_higher_up_is_the_incumbent():
     rungs = Rungs.geometric(1000, 20, 3)
     ledger = RungLedger(rungs, factor=3)
