@@ -354,6 +354,21 @@ def test_without_all_data_the_answer_is_the_incumbent_not_the_luckiest_small_tri
     assert search.incumbent_trajectory_[-1][1] == search.best_params_
 
 
+def _ledger_with_a_final_of_100_s():
+    """An incumbent whose fit on 54 % of the rows, scaled to all rows along a
+    line of slope 1, costs 100 s on one split and one worker (the cheapest
+    fit is the fixed part)."""
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = []
+    for a, k, score, cost in [(0.1, 0, 0.5, 0.01), (0.3, 3, 0.9, 54.01)]:
+        record = _record(a, k, score, "new", rungs)
+        record.cost = cost
+        trials.append(record)
+    ledger.absorb(trials)
+    return ledger
+
+
 @pytest.mark.parametrize(
     ("max_time", "kept"),
     [
@@ -369,33 +384,16 @@ def test_without_all_data_the_answer_is_the_incumbent_not_the_luckiest_small_tri
 def test_time_is_kept_for_the_final_evaluation_only_if_it_fits_with_its_margin(
     max_time, kept
 ):
-    rungs = Rungs.geometric(1000, 20, 3)
-    ledger = RungLedger(rungs, factor=3)
-    trials = []
-    for a, k, score, cost in [(0.1, 0, 0.5, 0.01), (0.3, 3, 0.9, 54.01)]:
-        record = _record(a, k, score, "new", rungs)
-        record.cost = cost
-        trials.append(record)
-    ledger.absorb(trials)
-    # one split on one worker: the fit on 54 % of the rows, scaled to all
-    # rows along a line of slope 1, costs 100 s (the cheapest fit is the
-    # fixed part)
+    ledger = _ledger_with_a_final_of_100_s()
     grace = 0.1 * max_time
     left = ledger.seconds_allowed(200.0, max_time, grace, n_splits=1, n_jobs=1)
     assert left == pytest.approx(200.0 - kept, abs=0.1)
 
 
 def test_no_time_is_kept_for_a_final_evaluation_out_of_reach():
-    rungs = Rungs.geometric(1000, 20, 3)
-    ledger = RungLedger(rungs, factor=3)
-    trials = []
-    for a, k, score, cost in [(0.1, 0, 0.5, 0.01), (0.3, 3, 0.9, 54.01)]:
-        record = _record(a, k, score, "new", rungs)
-        record.cost = cost
-        trials.append(record)
-    ledger.absorb(trials)
+    ledger = _ledger_with_a_final_of_100_s()
     key = ledger.incumbent[0]
-    predicted = ledger.predicted_cost(key, rungs.top)
+    predicted = ledger.predicted_cost(key, ledger.rungs.top)
     assert predicted == pytest.approx(100.0, abs=0.1)
     # one split on one worker: started with at least half its predicted
     # time left, it may still finish
