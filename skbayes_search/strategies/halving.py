@@ -544,6 +544,7 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
             # no trial at all (n_iter=1): one random configuration
             x = random_points(ctx, ctx.X(), 1)
             params = ctx.space.from_unit(x)[0]
+        self._final_out_of_reach = False
         trial = self._trial(params, rungs.top, it, "final")
         trial.final = True
         return [trial]
