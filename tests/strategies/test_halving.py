@@ -412,8 +412,8 @@ def test_no_time_is_kept_for_a_final_evaluation_out_of_reach():
 def test_an_all_data_trial_out_of_reach_is_not_started(data):
     X, y = data
     # 3 s per split on all rows against 2 s of max_time and 1 s of grace:
-    # the incumbent's all-data trial is not started (before, it ran until
-    # the grace ended and was recorded as failed)
+    # the incumbent's all-data trial could only be stopped at the deadline
+    # and recorded as failed, so it is not started
     search = _search(n_iter=10_000, max_time=2.0, n_initial_points=1000, delay=3.0)
     with parallel_backend("threading", n_jobs=1):
         with pytest.warns(UserWarning, match="predicted not to finish"):
