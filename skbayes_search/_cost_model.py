@@ -6,8 +6,9 @@ curve a fit's cost on a subset is scaled to any other fraction
 (:func:`scaled_cost`, :func:`full_data_cost`); the configurations tried on
 the larger subsets give the cost of a slow fit (:func:`slow_cost`); and
 :func:`reserve_seconds` sets time aside for one configuration's full-data
-evaluation. :class:`CostModel` joins these with a cost GP's cautious bound
-for a search's budget. Why each rule and constant is what it is:
+evaluation; :func:`in_reach` decides whether a full-data evaluation is worth
+starting at all. :class:`CostModel` joins these with a cost GP's cautious
+bound for a search's budget. Why each rule and constant is what it is:
 ``doc/design/fabolas.rst``.
 """
 
@@ -220,6 +221,29 @@ def wall_seconds(summed: float, n_splits: int, n_jobs: int) -> float:
     """
     workers = max(1, min(int(n_jobs), n_splits))
     return summed * int(np.ceil(n_splits / workers)) / n_splits
+
+
+def in_reach(summed: float | None, seconds: float, n_splits: int, n_jobs: int) -> bool:
+    """Whether a trial predicted to cost ``summed`` may finish in ``seconds``.
+
+    ``summed`` is its central predicted cost summed over ``n_splits`` splits
+    (None: nothing to predict from, and the trial is in reach); started now on
+    ``n_jobs`` workers of its own, its wall time (:func:`wall_seconds`) must be
+    at most ``FINAL_REACH`` times ``seconds``. A trial out of reach would be
+    stopped at its deadline and recorded as failed, having held every worker
+    for the time that was left.
+
+    Examples
+    --------
+    >>> from skbayes_search._cost_model import in_reach
+    >>> in_reach(30.0, 10.0, n_splits=3, n_jobs=3)  # 10 s of wall time
+    True
+    >>> in_reach(90.0, 10.0, n_splits=3, n_jobs=3)  # 30 s: out of reach
+    False
+    """
+    if summed is None:
+        return True
+    return wall_seconds(summed, n_splits, n_jobs) <= FINAL_REACH * seconds
 
 
 def together_seconds(
@@ -472,6 +496,24 @@ class CostModel:
         )
         bound = float(self.upper(x_full)[0])
         return max(scaled, wall_seconds(bound, self.n_splits, self.n_jobs))
+
+    def final_in_reach(self, own: Any, seconds: float) -> bool:
+        """Whether one configuration's full-data evaluation, started now, may
+        finish within ``seconds`` (:func:`in_reach`).
+
+        Its central cost is its own costs scaled to all rows
+        (:func:`own_scaled_cost`, the halving search's prediction for the
+        same decision), not the cautious bound that sizes the reserve: the
+        bound would give up evaluations that finish. ``own`` marks its
+        trials; without one it is in reach.
+        """
+        own = np.asarray(own, dtype=bool)
+        if not own.any():
+            return True
+        summed = own_scaled_cost(
+            self.c0, self.curve, self.fractions[own], self.costs[own], 1.0
+        )
+        return in_reach(summed, seconds, self.n_splits, self.n_jobs)
 
     def final_reserve(self, x_full: Any, own: Any, max_time: float) -> float:
         """:meth:`full_data_seconds`, at most ``RESERVE_MAX_SHARE * max_time``."""

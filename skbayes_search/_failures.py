@@ -1,4 +1,5 @@
-"""Failed fits: the warning that counts them, the error when all fail."""
+"""Failed fits: the warning that counts them, the error when all fail, and
+the warning when the answer rests on a subset for want of a full-data fit."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ from ._trial import SearchContext
 # the estimator is taken to be misconfigured and the search stops, as
 # scikit-learn's searches do when every fit fails.
 FAIL_FAST_TRIALS = 5
+
+# Why an answer of a subset search rests on a subset.
+FINAL_NOT_STARTED = (
+    "its evaluation on all data was predicted not to finish within max_time "
+    "and the final trial's grace period, so it was not started"
+)
+NO_FULL_SUCCESS = "no trial on all data succeeded"
 
 
 def raise_if_all_failed(ctx: SearchContext, at_end: bool = False) -> None:
@@ -88,4 +96,15 @@ def warn_about_failures(
         FitFailedWarning,
         # user code -> fit -> _fit -> _assemble -> here
         stacklevel=4,
+    )
+
+
+def warn_answer_on_subset(search: str, n_rows: int, why: str) -> None:
+    """The warning that ``best_`` is measured on ``n_rows`` rows, not on all
+    data, and ``why`` (a reason such as :data:`FINAL_NOT_STARTED`)."""
+    warnings.warn(
+        f"{search}: best_ is measured on {n_rows} rows, not on all data: {why}.",
+        UserWarning,
+        # user code -> fit -> _fit -> _assemble -> _select_best -> here
+        stacklevel=6,
     )

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from ._cost_model import (
-    FINAL_REACH,
     RESERVE_MAX_SHARE,
     cost_curve,
+    in_reach,
     own_scaled_cost,
     reserve_seconds,
     scaled_cost,
@@ -404,17 +404,10 @@ class RungLedger:
         self, key: bytes, seconds: float, n_splits: int, n_jobs: int
     ) -> bool:
         """Whether an all-data trial of ``key``, started now on ``n_jobs``
-        workers of their own, may finish within ``seconds``: its predicted
-        wall time (:meth:`predicted_cost`) is at most ``FINAL_REACH`` times
-        that; always when there is nothing to predict from.
-
-        A trial out of reach would be stopped at its deadline and recorded
-        as failed, having held every worker for the time that was left.
-        """
+        workers of their own, may finish within ``seconds``: :func:`in_reach`
+        of its :meth:`predicted_cost`."""
         summed = self.predicted_cost(key, self.rungs.top)
-        if summed is None:
-            return True
-        return wall_seconds(summed, n_splits, n_jobs) <= FINAL_REACH * seconds
+        return in_reach(summed, seconds, n_splits, n_jobs)
 
     def predicted_cost(self, key: bytes | None, k: int) -> float | None:
         """Predicted cost (summed over splits) of a configuration's trial on

@@ -206,29 +206,53 @@ class FabolasPlan:
         rows = [inc, *others][: self._n_final()]
         return [r for r in rows if ctx.trials[r].x.tobytes() not in tried]
 
+    def _own(self, ctx: SearchContext, row: int) -> list[bool]:
+        """Which successful trials (the cost model's) are of ``row``'s
+        configuration."""
+        x = ctx.trials[row].x
+        ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
+        return [np.array_equal(t.x, x) for t in ok]
+
     def _full_seconds(self, ctx: SearchContext, costs: Any, rows: list[int]) -> list:
         """Cautious wall seconds of each row's configuration on all data."""
-        ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
-        out = []
-        for r in rows:
-            x = ctx.trials[r].x
-            own = [np.array_equal(t.x, x) for t in ok]
-            out.append(costs.full_data_seconds(self._axis.with_s(x[None, :], 1.0), own))
-        return out
+        return [
+            costs.full_data_seconds(
+                self._axis.with_s(ctx.trials[r].x[None, :], 1.0), self._own(ctx, r)
+            )
+            for r in rows
+        ]
 
     def _final_reserve(self, ctx: SearchContext, costs: Any, inc: int) -> float:
         """Wall seconds kept for the first final evaluation, at most
         ``RESERVE_MAX_SHARE`` of ``max_time``; more evaluations run at the
-        end only if the time left then covers them (``_affordable``)."""
+        end only if the time left then covers them (``_affordable``). Nothing
+        once that evaluation is out of reach of the time left and the grace
+        period: the search then spends it all on subsets."""
         rows = [] if self.fallback_ else self._final_candidates(ctx, inc)[:1]
         if not rows:
+            return 0.0
+        room = max(ctx.time_left(), 0.0) + final_deadline(ctx.max_time) - ctx.max_time
+        if not costs.final_in_reach(self._own(ctx, rows[0]), room):
             return 0.0
         seconds = self._full_seconds(ctx, costs, rows)[0]
         return min(seconds, RESERVE_MAX_SHARE * ctx.max_time)
 
+    def _in_reach(self, ctx: SearchContext, rows: list[int]) -> list[int]:
+        """The final rows, or none when the first one's evaluation is
+        predicted not to finish by the final trials' deadline (the answer
+        then rests on a subset, and ``_select_best`` warns)."""
+        self._final_out_of_reach = False
+        if not rows or ctx.max_time is None:
+            return rows
+        room = final_deadline(ctx.max_time) - ctx.elapsed()
+        if self._cost_seconds(ctx).final_in_reach(self._own(ctx, rows[0]), room):
+            return rows
+        self._final_out_of_reach = True
+        return []
+
     def _affordable(self, ctx: SearchContext, rows: list[int]) -> list[int]:
         """The final rows the count budget and the time left allow; the
-        incumbent's evaluation always runs."""
+        incumbent's evaluation always runs once in reach (``_in_reach``)."""
         rows = rows[: ctx.n_remaining()]
         if ctx.max_time is None or len(rows) <= 1:
             return rows
@@ -268,7 +292,8 @@ class FabolasPlan:
         own = [i for i in np.flatnonzero(ok) if np.array_equal(ctx.trials[i].x, x)]
         self._best_row = int(max(own, key=lambda i: (ctx.trials[i].fraction, i)))
         trials = []
-        for r in self._affordable(ctx, self._final_candidates(ctx, inc)):
+        rows = self._in_reach(ctx, self._final_candidates(ctx, inc))
+        for r in self._affordable(ctx, rows):
             predicted = self._pred_full.get(r, math.nan)
             self._pred_full[len(ctx.trials) + len(trials)] = predicted
             extras = self._extras("final", predicted_full_score=predicted)

@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV, shared_params
+from .._failures import FINAL_NOT_STARTED, NO_FULL_SUCCESS, warn_answer_on_subset
 from .._numerics import single_blas_thread
 from .._trial import SearchContext, Trial
 from .._validation import check_fractions, min_resources_rows
@@ -70,8 +71,10 @@ class FabolasSearchCV(FabolasModel, FabolasPlan, BaseBayesSearchCV):
         one more proposal and the final full-data evaluations (at most half
         of ``max_time``); when none fits the search ends. The final
         evaluations may run 10 % of ``max_time`` (at least 1 s) past it;
-        stopped there, they are recorded as failed. Where a search stops
-        depends on the clock.
+        stopped there, they are recorded as failed. One predicted to take
+        more than twice the time left to that point is not started (nor is
+        time kept for it), and the answer rests on a subset, with a warning.
+        Where a search stops depends on the clock.
     trial_timeout : float, default=None
         Seconds one trial may run; a trial past it is stopped and recorded as
         failed with the reason (user guide, "Budgets").
@@ -147,8 +150,10 @@ class FabolasSearchCV(FabolasModel, FabolasPlan, BaseBayesSearchCV):
     best_index_, best_score_, best_params_ : int, float, dict
         The best measured full-data trial (with a callable ``refit``,
         whatever it selects). If no full-data trial succeeded (a final
-        evaluation stopped at ``max_time``), the incumbent's trial on its
-        largest trusted fraction, whose score is then a subset score.
+        evaluation stopped at ``max_time``, or not started because it was
+        predicted not to finish), the incumbent's trial on its largest
+        trusted fraction, whose score is then a subset score; a warning
+        says so.
     best_estimator_ : estimator
         Refitted on all data with ``best_params_`` (when ``refit``).
     incumbent_trajectory_ : list of (float, dict, float)
@@ -297,6 +302,7 @@ class FabolasSearchCV(FabolasModel, FabolasPlan, BaseBayesSearchCV):
         # the seconds' GP feeds eq. 7 (measured costs) or the time budget
         self._fit_cost_gp = self.cost_model == "measured" or ctx.max_time is not None
         self._trust = None
+        self._final_out_of_reach = False
         if not self.fallback_:
             n_design = 2 * self.n_initial_points if self._ladder() else None
             self._trust = SubsetTrust(ctx.n_train, self.min_resources_, n_design)
@@ -351,6 +357,9 @@ class FabolasSearchCV(FabolasModel, FabolasPlan, BaseBayesSearchCV):
             return int(rows[np.argmax(scores[rows])])
         row = self._best_row
         if row is not None and row < len(scores) and np.isfinite(scores[row]):
+            why = FINAL_NOT_STARTED if self._final_out_of_reach else NO_FULL_SUCCESS
+            n_rows = results["n_resources"][row]
+            warn_answer_on_subset("FabolasSearchCV", n_rows, why)
             return int(row)
         return super()._select_best(results, refit_metric)
 

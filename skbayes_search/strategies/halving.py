@@ -18,6 +18,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV, shared_params
+from .._failures import FINAL_NOT_STARTED, NO_FULL_SUCCESS, warn_answer_on_subset
 from .._loop import final_deadline
 from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
@@ -573,19 +574,10 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
                     "was not measured on all data in time"
                 )
             elif self._final_out_of_reach:
-                why = (
-                    "its evaluation on all data was predicted not to finish "
-                    "within max_time and the final trial's grace period, so "
-                    "it was not started"
-                )
+                why = FINAL_NOT_STARTED
             else:
-                why = "no trial on all data succeeded"
-            warnings.warn(
-                f"HalvingBayesSearchCV: best_ is measured on {n_rows} rows, not "
-                f"on all data: {why}.",
-                UserWarning,
-                stacklevel=6,
-            )
+                why = NO_FULL_SUCCESS
+            warn_answer_on_subset("HalvingBayesSearchCV", n_rows, why)
         return int(row)
 
     def _end_search(self, ctx: SearchContext, results: dict) -> None:

@@ -438,15 +438,19 @@ def test_agreeing_sizes_leave_the_smallest_size_alone(data):
 def test_the_answer_is_the_best_measured_full_data_trial():
     search = FabolasSearchCV(Synthetic(), SPACE)
     search._best_row = 1
+    search._final_out_of_reach = False
     results = {
         "mean_test_score": np.array([0.9, 0.8, 0.85, 0.95, np.nan]),
         "resource_fraction": np.array([0.1, 0.5, 1.0, 1.0, 1.0]),
+        "n_resources": np.array([100, 500, 1000, 1000, 1000]),
     }
     # a higher score on a subset, or a failed full-data trial, never wins
     assert search._select_best(results, "score") == 3
-    # no successful full-data trial: the incumbent on its largest trusted size
+    # no successful full-data trial: the incumbent on its largest trusted
+    # size, and a warning that says so
     results["mean_test_score"][2:4] = np.nan
-    assert search._select_best(results, "score") == 1
+    with pytest.warns(UserWarning, match="on 500 rows, not on all data: no trial"):
+        assert search._select_best(results, "score") == 1
 
 
 def test_cost_in_rows_gives_the_same_trials_whatever_the_fit_times(data):
@@ -548,6 +552,45 @@ def test_final_evaluation_reserve_follows_convex_cost():
     assert 0.7 * truth < reserve < 2.0 * truth
     # the search sets it aside (it is far below half of max_time)
     assert max_cost <= ctx.max_time - reserve
+
+
+def test_no_time_is_kept_for_a_final_evaluation_out_of_reach():
+    # 4,000 s per split on all rows: the incumbent's evaluation could not
+    # finish within max_time (600 s) and its grace period, so no time is
+    # kept for it and the whole budget goes to subsets
+    n_train, n_splits, workers = 16_000, 5, 2
+    ctx, _ = _hand_built_context(
+        n_train, n_splits, workers, lambda f: 0.05 + 4000.0 * f**2
+    )
+    search = FabolasSearchCV(Synthetic(), SPACE, min_resources=40, **SMALL)
+    search._init_search(ctx)
+    search._fit_models(ctx)
+    costs, max_cost = search._budget(ctx, 0)
+    assert search._final_reserve(ctx, costs, 0) == 0.0
+    assert max_cost > 0.9 * ctx.max_time
+
+
+def test_a_final_evaluation_out_of_reach_is_not_started(data):
+    X, y = data
+    # 3 s per split on all rows against 2 s of max_time and 1 s of grace:
+    # the incumbent's full-data evaluation could only be stopped at the
+    # deadline and recorded as failed, so it is not started
+    search = FabolasSearchCV(
+        Synthetic(delay=3.0),
+        SPACE,
+        n_iter=1000,
+        max_time=2.0,
+        n_initial_points=3,
+        **SMALL,
+    )
+    with parallel_backend("threading", n_jobs=1):
+        with pytest.warns(UserWarning, match="predicted not to finish"):
+            search.fit(X, y)
+    res = search.cv_results_
+    assert len(res["params"]) >= 6  # the design finished
+    assert "final" not in set(res["role"])
+    assert np.isfinite(res["mean_test_score"]).all()
+    assert res["resource_fraction"][search.best_index_] < 1.0
 
 
 def test_proposal_does_not_depend_on_the_threads_it_uses():
