@@ -357,7 +357,7 @@ def reserve_seconds(
     return wall_seconds(summed, n_splits, n_jobs)
 
 
-def cost_upper_bound(surrogate: Any, X: Any) -> np.ndarray:
+def cost_upper_bound(surrogate: Any, X: Any, z: float = Z95) -> np.ndarray:
     """A cautious cost in seconds from a GP on log seconds.
 
     The one-sided 95 % bound of the log-cost prediction under each
@@ -370,6 +370,8 @@ def cost_upper_bound(surrogate: Any, X: Any) -> np.ndarray:
         Fitted on log seconds.
     X : array-like of shape (m, d)
         Model inputs.
+    z : float, default=Z95
+        Standard deviations above the mean; 0 gives the central prediction.
 
     Returns
     -------
@@ -389,7 +391,7 @@ def cost_upper_bound(surrogate: Any, X: Any) -> np.ndarray:
     bounds = []
     for post in surrogate.posteriors:
         mean, std = post.mean_std(X)
-        bounds.append(mean + Z95 * std)
+        bounds.append(mean + z * std)
     return np.exp(np.vstack(bounds)).mean(axis=0)
 
 
@@ -497,15 +499,19 @@ class CostModel:
         bound = float(self.upper(x_full)[0])
         return max(scaled, wall_seconds(bound, self.n_splits, self.n_jobs))
 
-    def final_in_reach(self, own: Any, seconds: float) -> bool:
+    def final_in_reach(self, x_full: Any, own: Any, seconds: float) -> bool:
         """Whether one configuration's full-data evaluation, started now, may
         finish within ``seconds`` (:func:`in_reach`).
 
-        Its central cost is its own costs scaled to all rows
+        Its cost is the smaller of two central predictions, not the
+        cautious bound that sizes the reserve (that would give up
+        evaluations that finish): its own costs scaled to all rows
         (:func:`own_scaled_cost`, the halving search's prediction for the
-        same decision), not the cautious bound that sizes the reserve: the
-        bound would give up evaluations that finish. ``own`` marks its
-        trials; without one it is in reach.
+        same decision) and the fitted cost GP's mean at ``x_full``. Scaled
+        from a fit on a small fraction, the first can overshoot where a
+        fixed cost dominates; the GP under-predicts large fits. Only when
+        both put it out of reach is it. ``own`` marks its trials; without
+        one it is in reach.
         """
         own = np.asarray(own, dtype=bool)
         if not own.any():
@@ -513,6 +519,9 @@ class CostModel:
         summed = own_scaled_cost(
             self.c0, self.curve, self.fractions[own], self.costs[own], 1.0
         )
+        if hasattr(self.surrogate, "models_"):
+            fitted = float(cost_upper_bound(self.surrogate, x_full, z=0.0)[0])
+            summed = min(summed, fitted)
         return in_reach(summed, seconds, self.n_splits, self.n_jobs)
 
     def final_reserve(self, x_full: Any, own: Any, max_time: float) -> float:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from skbayes_search._cost_model import (
+    FINAL_REACH,
     RESERVE_MAX_SHARE,
     Z95,
     CostModel,
@@ -269,6 +270,25 @@ def test_cost_model_joins_the_gp_bound_and_the_curve(cost_gp):
     assert model.final_reserve(x_full, own, max_time=1e6) == expected
     capped = model.final_reserve(x_full, own, max_time=expected)
     assert capped == RESERVE_MAX_SHARE * expected
+
+
+@pytest.mark.parametrize("row", [18, 11])
+def test_a_final_is_out_of_reach_only_when_both_predictions_say_so(cost_gp, row):
+    # row 18 (a fit on 2 % of the rows): its own cost scaled up overshoots
+    # (39.6 s against 26.0 s), the GP's mean does not (25.6 s); row 11: the
+    # other way round. The smaller one decides.
+    gp, X, fractions, costs = cost_gp
+    model = CostModel(gp, fractions, costs, n_splits=5, n_jobs=2)
+    own = np.arange(30) == row
+    x_full = np.array([[X[row, 0], 1.0]])
+    scaled = own_scaled_cost(model.c0, model.curve, fractions[own], costs[own], 1.0)
+    central = float(cost_upper_bound(gp, x_full, z=0.0)[0])
+    assert abs(scaled - central) > 0.2 * min(scaled, central)
+    seconds = wall_seconds(min(scaled, central), 5, 2) / FINAL_REACH
+    assert model.final_in_reach(x_full, own, seconds)
+    assert not model.final_in_reach(x_full, own, 0.99 * seconds)
+    # with no trial of its own there is nothing to predict from
+    assert model.final_in_reach(x_full, np.zeros(30, dtype=bool), 1e-9)
 
 
 def test_own_growth_counts_only_where_fits_are_mostly_variable():

@@ -213,14 +213,25 @@ class FabolasPlan:
         ok = [t for t in ctx.trials if not t.failed and np.isfinite(t.score)]
         return [np.array_equal(t.x, x) for t in ok]
 
+    def _x_full(self, ctx: SearchContext, row: int) -> np.ndarray:
+        """The model input of ``row``'s configuration on all data."""
+        return self._axis.with_s(ctx.trials[row].x[None, :], 1.0)
+
     def _full_seconds(self, ctx: SearchContext, costs: Any, rows: list[int]) -> list:
         """Cautious wall seconds of each row's configuration on all data."""
         return [
-            costs.full_data_seconds(
-                self._axis.with_s(ctx.trials[r].x[None, :], 1.0), self._own(ctx, r)
-            )
+            costs.full_data_seconds(self._x_full(ctx, r), self._own(ctx, r))
             for r in rows
         ]
+
+    def _final_in_reach(
+        self, ctx: SearchContext, costs: Any, row: int, seconds: float
+    ) -> bool:
+        """Whether ``row``'s configuration, evaluated on all data from now,
+        may finish within ``seconds`` (``CostModel.final_in_reach``)."""
+        return costs.final_in_reach(
+            self._x_full(ctx, row), self._own(ctx, row), seconds
+        )
 
     def _final_reserve(self, ctx: SearchContext, costs: Any, inc: int) -> float:
         """Wall seconds kept for the first final evaluation, at most
@@ -232,7 +243,7 @@ class FabolasPlan:
         if not rows:
             return 0.0
         room = max(ctx.time_left(), 0.0) + final_deadline(ctx.max_time) - ctx.max_time
-        if not costs.final_in_reach(self._own(ctx, rows[0]), room):
+        if not self._final_in_reach(ctx, costs, rows[0], room):
             return 0.0
         seconds = self._full_seconds(ctx, costs, rows)[0]
         return min(seconds, RESERVE_MAX_SHARE * ctx.max_time)
@@ -245,7 +256,7 @@ class FabolasPlan:
         if not rows or ctx.max_time is None:
             return rows
         room = final_deadline(ctx.max_time) - ctx.elapsed()
-        if self._cost_seconds(ctx).final_in_reach(self._own(ctx, rows[0]), room):
+        if self._final_in_reach(ctx, self._cost_seconds(ctx), rows[0], room):
             return rows
         self._final_out_of_reach = True
         return []
