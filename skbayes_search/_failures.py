@@ -105,6 +105,7 @@ def warn_answer_on_subset(search: str, n_rows: int, why: str) -> None:
     warnings.warn(
         f"{search}: best_ is measured on {n_rows} rows, not on all data: {why}.",
         UserWarning,
-        # user code -> fit -> _fit -> _assemble -> _select_best -> here
-        stacklevel=6,
+        # user code -> fit's _fit_context wrapper -> fit -> _fit -> _assemble
+        # -> _select_best -> here
+        stacklevel=7,
     )
