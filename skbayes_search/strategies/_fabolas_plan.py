@@ -233,6 +233,11 @@ class FabolasPlan:
             self._x_full(ctx, row), self._own(ctx, row), seconds
         )
 
+    def _final_room(self, ctx: SearchContext) -> float:
+        """Seconds a final evaluation started at ``max_time`` at the latest
+        would have: the time left, and the grace period after it."""
+        return max(ctx.time_left(), 0.0) + final_deadline(ctx.max_time) - ctx.max_time
+
     def _final_reserve(self, ctx: SearchContext, costs: Any, inc: int) -> float:
         """Wall seconds kept for the first final evaluation, at most
         ``RESERVE_MAX_SHARE`` of ``max_time``; more evaluations run at the
@@ -242,7 +247,7 @@ class FabolasPlan:
         rows = [] if self.fallback_ else self._final_candidates(ctx, inc)[:1]
         if not rows:
             return 0.0
-        room = max(ctx.time_left(), 0.0) + final_deadline(ctx.max_time) - ctx.max_time
+        room = self._final_room(ctx)
         if not self._final_in_reach(ctx, costs, rows[0], room):
             return 0.0
         seconds = self._full_seconds(ctx, costs, rows)[0]
@@ -268,7 +273,7 @@ class FabolasPlan:
         if ctx.max_time is None or len(rows) <= 1:
             return rows
         seconds = self._full_seconds(ctx, self._cost_seconds(ctx), rows)
-        room = max(ctx.time_left(), 0.0) + final_deadline(ctx.max_time) - ctx.max_time
+        room = self._final_room(ctx)
         keep = 1
         for j in range(2, len(rows) + 1):
             need = together_seconds(
