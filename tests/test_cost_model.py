@@ -1,4 +1,5 @@
-"""The cost model behind FABOLAS's time budget (skbayes_search._cost_model)."""
+"""The cost model behind the time budgets (skbayes_search._cost_model) and
+FABOLAS's cost GP (skbayes_search.strategies._fabolas_cost)."""
 
 import numpy as np
 import pytest
@@ -7,14 +8,10 @@ from skbayes_search._cost_model import (
     FINAL_REACH,
     RESERVE_MAX_SHARE,
     Z95,
-    CostModel,
     cost_curve,
-    cost_upper_bound,
     full_data_cost,
-    overhead_seconds,
     own_scaled_cost,
     reserve_seconds,
-    row_cost,
     scaled_cost,
     slow_cost,
     slow_full_data_cost,
@@ -23,6 +20,12 @@ from skbayes_search._cost_model import (
 )
 from skbayes_search.gp import GPSurrogate
 from skbayes_search.gp.fabolas_kernels import fabolas_kernels
+from skbayes_search.strategies._fabolas_cost import (
+    CostModel,
+    cost_upper_bound,
+    overhead_seconds,
+    row_cost,
+)
 
 
 # ----------------------------------------------------------------------

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from .._cost_model import CostModel, overhead_seconds, row_cost
 from .._trial import SearchContext, Trial
 from ..acquisition.entropy import entropy_search_per_cost, representers_by_ei
 from ..gp.fabolas_kernels import error_kind, loss_to_scores, scores_to_loss
 from ..optimize import propose_batch
+from ._fabolas_cost import CostModel, overhead_seconds, row_cost
 from ._fabolas_trust import rank_contenders
 
 __all__ = ["FabolasModel"]

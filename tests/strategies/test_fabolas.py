@@ -12,10 +12,11 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skbayes_search._cost_model import CostModel, cost_curve, slow_cost
+from skbayes_search._cost_model import cost_curve, slow_cost
 from skbayes_search._fidelity import MIN_PAIRS
 from skbayes_search._trial import TrialRecord
 from skbayes_search.space import Real, SearchSpace
+from skbayes_search.strategies._fabolas_cost import CostModel
 from skbayes_search.strategies.fabolas import FabolasSearchCV
 from tests.helpers import search_context
 
