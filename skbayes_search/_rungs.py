@@ -24,15 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from ._cost_model import (
-    RESERVE_MAX_SHARE,
-    cost_curve,
-    in_reach,
-    own_scaled_cost,
-    reserve_seconds,
-    scaled_cost,
-    wall_seconds,
-)
 from ._fidelity import (
     Agreement,
     agreement_by_level,
@@ -41,6 +32,7 @@ from ._fidelity import (
     smallest_trusted_level,
 )
 from ._ladder import Rungs
+from ._rung_costs import RungCosts
 
 __all__ = ["ROLES", "RungLedger", "Rungs"]
 
@@ -55,8 +47,11 @@ def _finite(value: Any) -> bool:
         return False
 
 
-class RungLedger:
+class RungLedger(RungCosts):
     """What the finished trials say, rung by rung.
+
+    The questions about trial costs and the time budget are
+    :class:`~skbayes_search._rung_costs.RungCosts`'.
 
     Parameters
     ----------
@@ -334,152 +329,6 @@ class RungLedger:
     def evaluated(self, key: bytes) -> set[int]:
         """Rungs where a configuration has finished (successfully or not)."""
         return set(self._done.get(key, ()))
-
-    def cost(self, key: bytes) -> tuple[int, float] | None:
-        """A configuration's highest successful rung and its cost there."""
-        for k in sorted(self._done.get(key, ()), reverse=True):
-            if math.isfinite(self._scores[k][key]):
-                return k, self._costs[k][key]
-        return None
-
-    def rung_costs(self, k: int) -> list[float]:
-        """Costs of rung ``k``'s successful trials."""
-        return [
-            self._costs[k][key]
-            for key, s in self._scores[k].items()
-            if math.isfinite(s)
-        ]
-
-    def _cost_table(self) -> tuple[list[float], list[float], list[bytes]]:
-        """Fraction, cost and key of every successful trial (not to be
-        modified: the lists are kept until the next trial is read)."""
-        if self._table is not None:
-            return self._table
-        fractions, costs, keys = [], [], []
-        ladder = self.rungs.fractions.tolist()
-        for k, scores in enumerate(self._scores):
-            for key, s in scores.items():
-                if math.isfinite(s):
-                    fractions.append(ladder[k])
-                    costs.append(self._costs[k][key])
-                    keys.append(key)
-        self._table = fractions, costs, keys
-        return self._table
-
-    def seconds_allowed(
-        self,
-        time_left: float,
-        max_time: float,
-        grace: float,
-        n_splits: int,
-        n_jobs: int,
-    ) -> float:
-        """Wall seconds a trial started now may take.
-
-        While no configuration has been measured on all data: the time left
-        less the incumbent's all-data evaluation (at most half of
-        ``max_time``). When that evaluation is predicted, with its safety
-        margin, to outlast what the search could ever keep for it (half of
-        ``max_time`` plus the ``grace`` the final trial gets past it),
-        keeping time would most likely only shorten the search: nothing is
-        kept. The margin counts here too: SVC fits on tens of thousands of
-        rows grow faster than the curve fitted on the smaller subsets says.
-        Nor is anything kept once the evaluation is out of reach of the time
-        left and the ``grace`` (:meth:`final_in_reach`): it will not start.
-        """
-        if self.incumbent is None or self.answer_measured():
-            return time_left
-        inc = self.incumbent[0]
-        if not self.final_in_reach(inc, time_left + grace, n_splits, n_jobs):
-            return time_left
-        fractions, costs, keys = self._cost_table()
-        own = [key == inc for key in keys]
-        reserve = reserve_seconds(fractions, costs, own, n_splits, n_jobs)
-        most = RESERVE_MAX_SHARE * max_time
-        if reserve > most + grace:
-            return time_left
-        return time_left - min(reserve, most)
-
-    def final_in_reach(
-        self, key: bytes, seconds: float, n_splits: int, n_jobs: int
-    ) -> bool:
-        """Whether an all-data trial of ``key``, started now on ``n_jobs``
-        workers of their own, may finish within ``seconds``: :func:`in_reach`
-        of its :meth:`predicted_cost`."""
-        summed = self.predicted_cost(key, self.rungs.top)
-        return in_reach(summed, seconds, n_splits, n_jobs)
-
-    def predicted_cost(self, key: bytes | None, k: int) -> float | None:
-        """Predicted cost (summed over splits) of a configuration's trial on
-        rung ``k`` (None: a new configuration): its own costs scaled up
-        (:func:`own_scaled_cost`), or for a new one the median cost of the
-        highest rung at or below ``k`` with a success, scaled along the
-        fitted cost curve; None before any success at or below ``k``."""
-        fractions, costs, _ = self._cost_table()
-        if not costs:
-            return None
-        if self._curve is None:
-            self._curve = cost_curve(fractions, costs)
-        c0, curve = self._curve
-        ladder = self.rungs.fractions
-        own = None if key is None else self.cost(key)
-        if own is not None and k > own[0]:
-            mine = [
-                j
-                for j in sorted(self._done.get(key, ()))
-                if math.isfinite(self._scores[j][key])
-            ]
-            return own_scaled_cost(
-                c0,
-                curve,
-                [ladder[j] for j in mine],
-                [self._costs[j][key] for j in mine],
-                ladder[k],
-            )
-        if own is None:
-            if self._medians is None:
-                self._medians = [
-                    float(np.median(c)) if (c := self.rung_costs(j)) else None
-                    for j in range(len(self._scores))
-                ]
-            done = [j for j in range(k, -1, -1) if self._medians[j] is not None]
-            if not done:
-                return None
-            own = done[0], self._medians[done[0]]
-        j, cost = own
-        return float(scaled_cost(c0, curve, ladder[j], cost, ladder[k]))
-
-    def fits_in(
-        self,
-        seconds: float,
-        n_splits: int,
-        n_jobs: int,
-        elapsed: float = math.inf,
-    ) -> Callable[[bytes | None, int], bool]:
-        """``fits(key, rung)``: whether a trial of a configuration (None: a
-        new one) on that rung is predicted (:meth:`predicted_cost`) to take
-        at most ``seconds`` and, above the base rung, at most ``elapsed``
-        (the seconds the search has run); always, before there is anything
-        to predict from.
-
-        The second limit keeps a young search anytime: a trial that would
-        hold the workers for longer than the search has run waits until
-        the search has run as long, and the workers meanwhile take the small
-        rungs that improve a poor incumbent within seconds (a doubling
-        rule: no trial costs more than all before it).
-        """
-        limit = min(seconds, elapsed)
-        if not math.isfinite(limit):
-            return lambda key, k: True
-
-        def fits(key: bytes | None, k: int) -> bool:
-            summed = self.predicted_cost(key, k)
-            if summed is None:
-                return True
-            wall = wall_seconds(summed, n_splits, n_jobs)
-            return wall <= seconds and (k <= self.base or wall <= elapsed)
-
-        return fits
 
     def promotion(
         self,
