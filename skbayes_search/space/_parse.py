@@ -10,16 +10,13 @@ from typing import Any
 import numpy as np
 from scipy.stats import rv_continuous, rv_discrete
 
+from ._values import _is_integral, _is_number, _json_number, _type_name
 from .dimensions import (
     _DIST_EPS,
     Categorical,
     Dimension,
     Integer,
     Real,
-    _is_integral,
-    _is_number,
-    _json_number,
-    _type_name,
 )
 
 

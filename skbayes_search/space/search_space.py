@@ -12,12 +12,11 @@ from .._numerics import sobol_points
 from ._cardinality import count_points
 from ._parse import parse_subspaces
 from ._unseen import drop_seen
+from ._values import _is_integral, _type_name
 from .dimensions import (
     _INACTIVE,
     Dimension,
     Integer,
-    _is_integral,
-    _type_name,
 )
 
 __all__ = ["SearchSpace"]
