@@ -35,8 +35,8 @@ class RungCosts:
     A mixin: the ledger holds, per rung, the scores (``_scores``: key ->
     score, nan for a failure) and costs (``_costs``) of its trials, the rungs
     each configuration finished on (``_done``), the ladder (``rungs``), the
-    incumbent and ``answer_measured()``, and the caches ``_table``, ``_curve`` and ``_medians`` that it
-    clears whenever it reads a trial.
+    incumbent and ``answer_measured()``, and the caches ``_table``,
+    ``_curve`` and ``_medians`` that it clears whenever it reads a trial.
     """
 
     rungs: Any
