@@ -1,4 +1,5 @@
-"""Trial costs for a time budget: FABOLAS's cost curve and final-evaluation reserve.
+"""Trial costs for a time budget: the cost curve, the final-evaluation reserve
+and its reach, shared by FABOLAS and the halving search.
 
 A fit's cost is a fixed part ``c0`` plus a variable part whose log is a
 convex function of the log training fraction (:func:`cost_curve`). Along that
