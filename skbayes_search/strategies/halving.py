@@ -3,7 +3,8 @@ configurations a GP over (configuration, subset size) proposes, with a hedge
 against misleading small subsets.
 
 Users' page: ``doc/strategies/halving.rst``; the rung bookkeeping lives in
-``skbayes_search/_rungs.py``.
+``skbayes_search/_rungs.py``, the end of the search (the all-data
+evaluation and the answer) in ``_halving_answer.py``.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV, shared_params
-from .._failures import FINAL_NOT_STARTED, NO_FULL_SUCCESS, warn_answer_on_subset
 from .._loop import final_deadline
 from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
 from .._validation import min_resources_rows
+from ._halving_answer import HalvingAnswer
 from ._halving_lead import LeadRung, auto_share
-from ._halving_model import RungModel, new_configurations, random_points
+from ._halving_model import RungModel, new_configurations
 from ._halving_starts import neighbour, start_rung
 from .bayes import BayesProposer
 
@@ -34,7 +35,7 @@ __all__ = ["HalvingBayesSearchCV"]
 MIN_RUNGS = 3
 
 
-class HalvingBayesSearchCV(BaseBayesSearchCV):
+class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     """Asynchronous successive halving with GP proposals and a subset-size hedge.
 
     Training-set sizes form rungs ``min_resources * factor**k``, the top
@@ -141,19 +142,16 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         trials. 0: none, plain ASHA with the hedge. ``"auto"``: 0.5 for a
         space of at most 2 dimensions (two numeric parameters; a categorical
         one counts one per choice), where its 8 trials give its GP 4 per
-        dimension, else 0: with five parameters the lead's trials were too
-        few for its GP and lowered the answers (the halving page of the
-        user guide). The share used is ``lead_share_``.
+        dimension, else 0 (with more parameters its trials are too few for
+        its GP; see the users' guide). The share used is ``lead_share_``.
     subsample_validation : bool, default=False
         Score a trial on a share of the training rows on the same share of
         each split's validation rows (a nested, stratified subset), as
         scikit-learn's halving searches do; trials on all data are scored on
         every validation row. Cheaper where scoring costs more than fitting
-        on small subsets (on letter with an SVC, a base-rung trial on 260
-        rows spent 0.02 s fitting and 0.07 s scoring 3,000 validation rows
-        per split), at the price of noisier scores there; measured in the
-        race it slowed the time to target on magic (users' guide). A stored
-        run resumes only with the setting it was made with.
+        on small subsets, at the price of noisier scores there (the users'
+        guide gives the measurements). A stored run resumes only with the
+        setting it was made with.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -505,87 +503,3 @@ class HalvingBayesSearchCV(BaseBayesSearchCV):
         fraction = float(self._rungs.fractions[k])
         extras = {"role": role, "acquisition_value": float(value)}
         return Trial(dict(params), fraction, iter=it, extras=extras)
-
-    # -- the end -------------------------------------------------------------------
-    def _finalize(self, ctx: SearchContext) -> list[Trial]:
-        ledger = self._ledger
-        ledger.absorb(ctx.trials)
-        if ledger.answer_measured() or self._top_running(ctx):
-            return []
-        return self._final_trials(ctx, self._n_asks, last=True)
-
-    def _top_running(self, ctx: SearchContext) -> bool:
-        top = self._rungs.top
-        return any(self._rungs.of(t.fraction) == top for t in ctx.pending)
-
-    def _final_trials(
-        self, ctx: SearchContext, it: int, last: bool = False
-    ) -> list[Trial]:
-        """The incumbent's all-data evaluation, by ``_ask`` or (``last``)
-        when the search ends; none when it is predicted not to finish by
-        the final trials' deadline (the answer then rests on a subset, and
-        ``_select_best`` warns)."""
-        ledger, rungs = self._ledger, self._rungs
-        if ctx.trials:
-            key = ledger.final_candidate()
-            if key is None:
-                return []  # every trial failed; the base reports it
-            if ctx.max_time is not None and not ledger.final_in_reach(
-                key,
-                final_deadline(ctx.max_time) - ctx.elapsed(),
-                ctx.n_splits,
-                ctx.n_jobs_effective,
-            ):
-                self._final_out_of_reach = True
-                return []
-            params = ledger.params(key)
-        elif not last:
-            return []
-        else:
-            # no trial at all (n_iter=1): one random configuration
-            x = random_points(ctx, ctx.X(), 1)
-            params = ctx.space.from_unit(x)[0]
-        self._final_out_of_reach = False
-        trial = self._trial(params, rungs.top, it, "final")
-        trial.final = True
-        return [trial]
-
-    def _more_results(self, ctx: SearchContext) -> dict[str, list]:
-        # the answer is chosen next, from the ledger's incumbent: it must
-        # have read the trials that finished after the last proposal
-        self._ledger.absorb(ctx.trials)
-        more = super()._more_results(ctx)
-        more["rung"] = self._rungs.of_many([t.fraction for t in ctx.trials]).tolist()
-        return more
-
-    def _select_best(self, results: dict, refit_metric: str) -> int:
-        # the incumbent: the best on all data (or on the rung below, when it
-        # beats every score there), or with no success there the best over
-        # the two highest rungs climbed, never the luckiest of many
-        # configurations on a few rows
-        row = None if callable(self.refit) else self._ledger.incumbent_row()
-        if row is None:
-            return super()._select_best(results, refit_metric)
-        if results["resource_fraction"][row] < 1.0:
-            n_rows = results["n_resources"][row]
-            if self._ledger.successes(self._rungs.top):
-                why = (
-                    "its score there beats every score on all data, and it "
-                    "was not measured on all data in time"
-                )
-            elif self._final_out_of_reach:
-                why = FINAL_NOT_STARTED
-            else:
-                why = NO_FULL_SUCCESS
-            warn_answer_on_subset("HalvingBayesSearchCV", n_rows, why)
-        return int(row)
-
-    def _end_search(self, ctx: SearchContext, results: dict) -> None:
-        ledger = self._ledger
-        ledger.absorb(ctx.trials)
-        self.incumbent_trajectory_ = list(ledger.incumbent_trajectory)
-        self.base_rung_trajectory_ = list(ledger.base_trajectory)
-        self.base_rung_ = ledger.base
-        self.rung_agreement_ = dict(ledger.agreements)
-        self.n_resources_ = list(self._rungs.rows)
-        self.max_resources_ = self._rungs.rows[-1]
