@@ -305,6 +305,11 @@ METHODS: dict[str, Method] = {
 
 OURS = tuple(name for name, m in METHODS.items() if m.ours)
 PEERS = tuple(name for name, m in METHODS.items() if not m.ours)
+#: The default's variants (``halving-bayes-<suffix>``): the same class with
+#: other options, measured beside it before one becomes the default.
+VARIANTS = tuple(name for name in METHODS if name.startswith("halving-bayes-"))
+#: Every method but the variants: what a user would choose among.
+MAIN = tuple(name for name in METHODS if name not in VARIANTS)
 
 
 def availability(name: str) -> str | None:
@@ -329,12 +334,15 @@ NOT_WRITTEN = "not written yet"
 
 
 def resolve_methods(spec: str) -> list[str]:
-    """Names from ``--methods``: ``all``, ``ours``, ``peers`` or a comma list."""
+    """Names from ``--methods``: ``all``, ``main`` (all but the default's
+    variants), ``ours``, ``peers`` or a comma list."""
     names: list[str] = []
     for part in spec.split(","):
         part = part.strip()
         if part == "all":
             names += list(METHODS)
+        elif part == "main":
+            names += list(MAIN)
         elif part == "ours":
             names += list(OURS)
         elif part == "peers":

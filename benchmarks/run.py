@@ -334,7 +334,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--methods",
         default="all",
-        help="all, ours, peers or a comma list of " + ", ".join(METHODS),
+        help="all, main (all but the default's variants), ours, peers or a "
+        "comma list of " + ", ".join(METHODS),
     )
     p.add_argument(
         "--seeds", type=int, default=None, help="number of seeds (0..n-1), default 3"

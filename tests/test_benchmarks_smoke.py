@@ -729,3 +729,29 @@ def test_incumbent_replay_raw_rule_lets_a_lead_trial_displace_and_scaled_does_no
     # 60 % from 1.0 to 1.1 s, then 90 % to 3.0 s and 70 % to 10 s
     assert judged["mean"] == pytest.approx((0.1 * 60 + 1.9 * 90 + 7 * 70) / 9.0)
     assert judge(scaled, scores, 85.0, 10.0)["drops"] == 0
+
+
+def test_every_method_builds_a_search_with_valid_parameters():
+    # the smoke run skips the default's variants, so a renamed option of
+    # theirs must fail here
+    from sklearn.datasets import make_classification
+
+    from benchmarks.methods import MAIN, METHODS, VARIANTS, BuildContext, availability
+    from benchmarks.tasks import ESTIMATORS, Task
+
+    X, y = make_classification(n_samples=60, random_state=0)
+    task = Task("svc-made", "made", True, ESTIMATORS["svc"], X, y, X, y)
+    assert VARIANTS and set(MAIN) | set(VARIANTS) == set(METHODS)
+    assert "halving-bayes" in MAIN and not set(MAIN) & set(VARIANTS)
+    halving = {"n_candidates": "exhaust", "min_resources": "exhaust"}
+    sizing = {"random_n_iter": 3, "grid_points": 2, "halving": halving}
+    built = 0
+    for name, method in METHODS.items():
+        if availability(name) is not None:
+            continue
+        ctx = BuildContext(task, budget=5.0, seed=0, n_jobs=1, sizing=sizing)
+        search, _, _ = method.build(ctx)
+        if hasattr(search, "_parameter_constraints"):
+            search._validate_params()
+        built += 1
+    assert built >= len(MAIN) - 3  # the optional peers may be missing
