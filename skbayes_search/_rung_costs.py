@@ -25,6 +25,7 @@ from ._cost_model import (
     scaled_cost,
     wall_seconds,
 )
+from ._fidelity import MIN_PAIRS
 
 __all__ = ["RungCosts"]
 
@@ -42,12 +43,51 @@ class RungCosts:
     rungs: Any
     incumbent: tuple[bytes, int, float] | None
     base: int
+    factor: float
     _scores: list[dict[bytes, float]]
     _costs: list[dict[bytes, float]]
+    _cost_steps: list[dict[bytes, float]]
     _done: dict[bytes, set[int]]
     _table: tuple[list[float], list[float], list[bytes]] | None
     _curve: tuple[float, np.ndarray] | None
     _medians: list[float | None] | None
+
+    def _measure_cost_steps(self, key: bytes, k: int) -> None:
+        for j in (k - 1, k):
+            if 0 <= j < len(self._cost_steps):
+                low, high = self._success_cost(key, j), self._success_cost(key, j + 1)
+                if low is not None and high is not None and low > 0 and high > 0:
+                    self._cost_steps[j][key] = math.log(high / low)
+                else:
+                    self._cost_steps[j].pop(key, None)
+
+    def _success_cost(self, key: bytes, k: int) -> float | None:
+        score = self._scores[k].get(key, math.nan)
+        return self._costs[k][key] if math.isfinite(score) else None
+
+    def step_cost_ratio(self, k: int) -> float | None:
+        """Median over configurations of their cost on rung ``k + 1`` over
+        their cost on rung ``k`` (None before ``MIN_PAIRS`` of them)."""
+        if not 0 <= k < len(self._cost_steps):
+            return None
+        logs = list(self._cost_steps[k].values())
+        return math.exp(float(np.median(logs))) if len(logs) >= MIN_PAIRS else None
+
+    def cheap_step(self, k: int) -> bool:
+        """Whether starting new configurations on rung ``k + 1`` instead of
+        rung ``k`` screens at least as many for the same fit time.
+
+        Screening ``n`` on rung ``k`` and promoting the top ``1 / factor``
+        costs ``n * c_k + n / factor * c_{k+1}``; the same time screens
+        ``n * (c_k / c_{k+1} + 1 / factor)`` on rung ``k + 1``, at least
+        ``n`` when the step's cost ratio (:meth:`step_cost_ratio`) is at
+        most ``factor / (factor - 1)``, and each of them on more rows. Where
+        a fit's cost barely grows with its rows (the trees of a boosted
+        model, a fixed scoring cost on the full validation rows), the lower
+        rung buys nothing.
+        """
+        ratio = self.step_cost_ratio(k)
+        return ratio is not None and ratio <= self.factor / (self.factor - 1.0)
 
     def cost(self, key: bytes) -> tuple[int, float] | None:
         """A configuration's highest successful rung and its cost there."""

@@ -60,6 +60,10 @@ class RungLedger(RungCosts):
     factor : float
         Promotion rate: the top ``floor(n / factor)`` of a rung's ``n``
         successful trials may climb.
+    timed : bool, default=False
+        Whether trial costs are measured seconds that may steer the search
+        (under ``max_time``): then the base rung also rises above a rung
+        whose step up costs little more (:meth:`cheap_step`).
 
     Attributes
     ----------
@@ -95,9 +99,10 @@ class RungLedger(RungCosts):
     #: Roles of trials started above the rungs climbed so far.
     started_high: tuple[str, ...] = ("hedge", "lead")
 
-    def __init__(self, rungs: Rungs, factor: float) -> None:
+    def __init__(self, rungs: Rungs, factor: float, timed: bool = False) -> None:
         self.rungs = rungs
         self.factor = float(factor)
+        self.timed = bool(timed)
         n = len(rungs.rows)
         # per rung, configuration key -> score (nan: failed) and cost, in
         # finishing order
@@ -113,6 +118,8 @@ class RungLedger(RungCosts):
         self._pairs: list[tuple[bytes, int, float]] = []
         # per step j, key -> its score on rung j + 1 less that on rung j
         self._steps: list[dict[bytes, float]] = [{} for _ in range(n - 1)]
+        # per step j, key -> log of its cost on rung j + 1 over that on rung j
+        self._cost_steps: list[dict[bytes, float]] = [{} for _ in range(n - 1)]
         self._offsets: np.ndarray | None = None
         self._n_seen = 0
         # (fractions, costs, keys) of the successful trials, rebuilt only
@@ -138,6 +145,7 @@ class RungLedger(RungCosts):
             self._scores[k][key] = score
             self._measure_steps(key, k)
             self._costs[k][key] = float(t.cost)
+            self._measure_cost_steps(key, k)
             self._roles[k][key] = str(t.extras.get("role", "new"))
             value = t.extras.get("acquisition_value", math.nan)
             if self._roles[k][key] in ("new", "probe") and not _finite(value):
@@ -149,6 +157,8 @@ class RungLedger(RungCosts):
                 self._judge(t.elapsed_time)
             if k == self.base:
                 self._skip_tied_rungs(t.elapsed_time)
+            if self.timed and k in (self.base, self.base + 1):
+                self._skip_cheap_rungs(t.elapsed_time)
             self._track_incumbent(t.elapsed_time)
         self._n_seen = len(trials)
 
@@ -185,6 +195,13 @@ class RungLedger(RungCosts):
             [self._scores[self.base][key] for key in self._random[self.base]],
             1.0 / self.factor,
         ):
+            self.base += 1
+            self.base_trajectory.append((float(elapsed), self.base))
+
+    def _skip_cheap_rungs(self, elapsed: float) -> None:
+        # a base rung whose step up costs little more screens fewer
+        # configurations, on fewer rows, than starting them one rung up
+        while self.base < self.rungs.top and self.cheap_step(self.base):
             self.base += 1
             self.base_trajectory.append((float(elapsed), self.base))
 

@@ -50,7 +50,8 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     model). A share ``hedge_fraction`` of the new configurations starts two
     rungs higher, with a *probe* on the base rung: when the probes' ranking
     disagrees with the higher rung's, small subsets mislead (learning curves
-    cross) and the base rung moves up. A share ``lead_share`` of the fit time
+    cross) and the base rung moves up, as it does under ``max_time`` above a
+    rung whose trials cost nearly as much. A share ``lead_share`` of the fit time
     goes to plain BO on the *lead rung*, the largest subset below all data
     where several trials fit, with a GP of that rung's trials alone: where
     the best settings on all data rank low on small subsets, it finds them
@@ -161,7 +162,8 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         Seeds the subsets, the random configurations, the hedges and the
         GP; with ``asynchronous=False`` and no ``max_time`` it fixes the
         sequence of trials (under ``max_time``, which trials fit in the time
-        left is judged from measured fit times, so from the clock).
+        left, and which rungs cost nearly as much as the next, are judged
+        from measured fit times, so from the clock).
     error_score : "raise" or float, default=np.nan
         Score of a failed fit; a failed trial is never promoted and the GP
         sees the worst observed loss there.
@@ -201,8 +203,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         and at every rise.
     base_rung_ : int
         The base rung at the end: it rises above rungs whose probes and
-        hedges disagree in rank, and above rungs whose scores tie too often
-        to choose what climbs.
+        hedges disagree in rank, above rungs whose scores tie too often
+        to choose what climbs, and (under ``max_time``) above rungs whose
+        trials cost nearly as much as the next rung's.
     rung_agreement_ : dict of int to Agreement
         Per probed rung: Kendall's ``tau`` between probe and hedge scores,
         ``n_pairs`` and whether it ``misleads``.
@@ -343,7 +346,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
                 seed=ctx.seed,
             )
         self._rungs = rungs
-        self._ledger = RungLedger(rungs, self.factor)
+        # measured seconds may move the base rung only under max_time:
+        # without it, the seed alone fixes the trials
+        self._ledger = RungLedger(rungs, self.factor, timed=ctx.max_time is not None)
         # a resumed search keeps counting
         self._n_asks = max((t.iter for t in ctx.trials), default=-1) + 1
         if self.fallback_:

@@ -70,10 +70,19 @@ class Curves(ClassifierMixin, BaseEstimator):
     ``flat``, every configuration scores the same there (a trivial model);
     with ``lucky``, configurations with ``a`` above 0.6 score 0.99 on the
     first rung and every fit on all rows fails; with ``drift``, the best
-    ``a`` moves from 0.2 on the first rung to 0.8 on all rows."""
+    ``a`` moves from 0.2 on the first rung to 0.8 on all rows. A fit sleeps
+    ``delay`` seconds on all rows and in proportion below, or with
+    ``fixed_cost`` the same ``delay`` on any rows."""
 
     def __init__(
-        self, a=0.5, crossing=False, delay=0.0, flat=False, lucky=False, drift=False
+        self,
+        a=0.5,
+        crossing=False,
+        delay=0.0,
+        flat=False,
+        lucky=False,
+        drift=False,
+        fixed_cost=False,
     ):
         self.a = a
         self.crossing = crossing
@@ -81,13 +90,15 @@ class Curves(ClassifierMixin, BaseEstimator):
         self.delay = delay
         self.flat = flat
         self.lucky = lucky
+        self.fixed_cost = fixed_cost
 
     def fit(self, X, y):
         self.rows_ = len(X)
         self.classes_ = np.unique(y)
         if self.lucky and self.rows_ >= N_ROWS / 2:
             raise ValueError("no fit on all rows")
-        time.sleep(self.delay * self.rows_ / (N_ROWS / 2))
+        share = 1.0 if self.fixed_cost else self.rows_ / (N_ROWS / 2)
+        time.sleep(self.delay * share)
         return self
 
     def predict(self, X):
@@ -124,6 +135,7 @@ def _search(**kw):
         flat=params.pop("flat", False),
         lucky=params.pop("lucky", False),
         drift=params.pop("drift", False),
+        fixed_cost=params.pop("fixed_cost", False),
     )
     return HalvingBayesSearchCV(estimator, SPACE, **params)
 
@@ -1002,6 +1014,67 @@ def test_tied_rungs_are_skipped(data):
     assert sum(r["rung"] == 1 for r in rows if r["role"] != "promoted") <= 6
     assert abs(search.best_params_["a"] - 0.8) < 0.15
     assert search.cv_results_["resource_fraction"][search.best_index_] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("timed", "ratio", "n_pairs", "base"),
+    [
+        (True, 1.2, 5, 1),  # a third more rows for a fifth more: skip rung 0
+        (True, 1.45, 5, 1),  # below factor / (factor - 1) = 1.5
+        (True, 1.6, 5, 0),  # screening on rung 1 would screen fewer
+        (True, 3.0, 5, 0),  # cost grows with the rows
+        (True, 1.2, 4, 0),  # too few configurations measured on both
+        (False, 1.2, 5, 0),  # without max_time seconds do not steer
+    ],
+)
+def test_the_base_rung_rises_above_a_step_that_costs_little_more(
+    timed, ratio, n_pairs, base
+):
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3, timed=timed)
+    configs = np.linspace(0.1, 0.9, 3 * n_pairs)
+    trials = [_costed(a, 0, "new", 1.0 + a, rungs) for a in configs]
+    climbed = configs[-n_pairs:]
+    trials += [_costed(a, 1, "promoted", ratio * (1.0 + a), rungs) for a in climbed]
+    ledger.absorb(trials)
+    assert ledger.base == base
+    assert [b for _, b in ledger.base_trajectory] == list(range(base + 1))
+    expected = ratio if n_pairs >= 5 else None
+    assert ledger.step_cost_ratio(0) == pytest.approx(expected)
+    # nothing is measured on both rungs 1 and 2: the base stops at rung 1
+    assert ledger.step_cost_ratio(1) is None
+
+
+@pytest.mark.parametrize(
+    ("fixed_cost", "max_time", "lowest"),
+    [(True, 4.0, 2), (False, 4.0, 0), (True, None, 0)],
+)
+def test_under_max_time_rungs_that_cost_as_much_as_the_next_are_left(
+    data, fixed_cost, max_time, lowest
+):
+    # every fit sleeps 0.02 s whatever its rows: rungs of 20 and 60 rows
+    # cost as much as one of 180 and rank on less; with the sleep in
+    # proportion to the rows (0.02 s on all of them) they are cheap; without
+    # max_time the seconds must not steer the search
+    X, y = data
+    search = _search(
+        n_iter=10_000 if max_time else 120,
+        max_time=max_time,
+        n_initial_points=1000,
+        delay=0.02,
+        fixed_cost=fixed_cost,
+        hedge_fraction=0.0,
+        lead_share=0.0,
+    )
+    with parallel_backend("threading", n_jobs=1):
+        search.fit(X, y)
+    if lowest:
+        assert search.base_rung_ >= lowest
+        rows = _rows(search)
+        late = [r for r in rows[len(rows) // 2 :] if r["role"] == "new"]
+        assert late and all(r["rung"] >= lowest for r in late)
+    else:
+        assert search.base_rung_ == lowest
 
 
 def test_model_proposals_near_the_incumbent_are_no_tie(data):
