@@ -148,8 +148,15 @@ def _strategy(name, tmp_path):
             **common,
         )
     if name == "tradeoff":
+        # MAP hyperparameters: its two MCMC-sampled GPs took 20 s here, and
+        # what is tested is the loop's pending trials, not the sampling
         return TradeoffBayesSearchCV(
-            Sleepy(pause=0.02), FINITE, n_iter=8, fractions=(0.5, 1.0), **common
+            Sleepy(pause=0.02),
+            FINITE,
+            n_iter=8,
+            fractions=(0.5, 1.0),
+            hyperparameter_sampling="map",
+            **common,
         )
     return TransferBayesSearchCV(
         Sleepy(pause=0.02), FINITE, store=tmp_path / "t.sqlite", n_iter=6, **common
