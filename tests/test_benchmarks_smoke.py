@@ -745,11 +745,11 @@ def test_every_method_builds_a_search_with_valid_parameters():
     assert "halving-bayes" in MAIN and not set(MAIN) & set(VARIANTS)
     halving = {"n_candidates": "exhaust", "min_resources": "exhaust"}
     sizing = {"random_n_iter": 3, "grid_points": 2, "halving": halving}
+    ctx = BuildContext(task, budget=5.0, seed=0, n_jobs=1, sizing=sizing)
     built = 0
     for name, method in METHODS.items():
         if availability(name) is not None:
             continue
-        ctx = BuildContext(task, budget=5.0, seed=0, n_jobs=1, sizing=sizing)
         search, _, _ = method.build(ctx)
         if hasattr(search, "_parameter_constraints"):
             search._validate_params()

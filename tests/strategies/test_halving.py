@@ -1046,22 +1046,25 @@ def test_the_base_rung_rises_above_a_step_that_costs_little_more(
 
 
 @pytest.mark.parametrize(
-    ("fixed_cost", "max_time", "lowest"),
-    [(True, 4.0, 2), (False, 4.0, 0), (True, None, 0)],
+    ("fixed_cost", "delay", "max_time", "lowest"),
+    [(True, 0.02, 4.0, 2), (False, 0.1, 4.0, 0), (True, 0.02, None, 0)],
 )
 def test_under_max_time_rungs_that_cost_as_much_as_the_next_are_left(
-    data, fixed_cost, max_time, lowest
+    data, fixed_cost, delay, max_time, lowest
 ):
     # every fit sleeps 0.02 s whatever its rows: rungs of 20 and 60 rows
     # cost as much as one of 180 and rank on less; with the sleep in
-    # proportion to the rows (0.02 s on all of them) they are cheap; without
-    # max_time the seconds must not steer the search
+    # proportion to the rows they are cheap (0.1 s on all of them, so that
+    # the sleep outweighs a fit's fixed overhead on 20 rows: the step from 20
+    # to 60 rows then costs about 2.5 times, against 1.8 at 0.02 s, near the
+    # 1.5 that moves the base); without max_time the seconds must not steer
+    # the search
     X, y = data
     search = _search(
         n_iter=10_000 if max_time else 120,
         max_time=max_time,
         n_initial_points=1000,
-        delay=0.02,
+        delay=delay,
         fixed_cost=fixed_cost,
         hedge_fraction=0.0,
         lead_share=0.0,
