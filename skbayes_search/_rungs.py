@@ -228,7 +228,8 @@ class RungLedger(RungCosts):
         best of many configurations on few rows is mostly luck. Ties go to
         the higher rung, then to the first finished, but for the incumbent:
         it keeps its place unless a rival beats it on two scales (a tie
-        beats it on neither): the scores as measured, and the scores less
+        beats it on neither), also once others have climbed two rungs above
+        it: the scores as measured, and the scores less
         the gains of the steps up to their rungs (:meth:`rung_offsets`).
         Validation rows are the same on every rung
         and learning curves rise, so a raw score from more rows flatters a
@@ -253,7 +254,12 @@ class RungLedger(RungCosts):
             (r for r in ranked if r[0] == self.incumbent[0]), None
         )
         if not held:
-            return ranked
+            # configurations climbed two rungs above the incumbent: a rival
+            # scoring lower on more rows is no evidence against it
+            held = self._held_below()
+            if not held:
+                return ranked
+            ranked = [*ranked, held]
         offsets = self.rung_offsets()
         _, k0, s0 = held
         for rival in ranked:
@@ -262,6 +268,19 @@ class RungLedger(RungCosts):
                 held = rival
                 break
         return [held, *(r for r in ranked if r is not held)]
+
+    def _held_below(self) -> tuple[bytes, int, float] | None:
+        """The incumbent at its highest successful rung, unless a trial of
+        it failed higher up or that rung is below the base rung (None before
+        any incumbent)."""
+        if self.incumbent is None:
+            return None
+        key = self.incumbent[0]
+        scores = [self._scores[k].get(key, math.inf) for k in range(self.rungs.top + 1)]
+        ok = [k for k, s in enumerate(scores) if math.isfinite(s)]
+        if not ok or ok[-1] < self.base or any(math.isnan(s) for s in scores[ok[-1] :]):
+            return None
+        return key, ok[-1], scores[ok[-1]]
 
     def _candidates(self) -> list[tuple[bytes, int, float]]:
         """The candidates for incumbent (see :meth:`_ranked_incumbents`) by

@@ -267,6 +267,37 @@ def test_a_configuration_that_drops_higher_up_loses_to_the_rung_below():
     assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.48)
 
 
+def test_a_rival_scoring_lower_two_rungs_up_does_not_displace_the_incumbent():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    # constant models tie at 0.76 on rung 0 (a majority class of 76 %); the
+    # incumbent a = 0.5 scores 0.776 on rung 1
+    trials = [_record(a, 0, 0.76, "new", rungs) for a in (0.1, 0.2, 0.3)]
+    trials += [_record(0.5, 0, 0.762, "new", rungs)]
+    trials += [_record(0.5, 1, 0.776, "promoted", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.5}, 0.776)
+    # a tied constant model climbs to rung 3 and scores as before: measured
+    # on more rows, lower, it says nothing against the incumbent
+    trials += [_record(0.1, 1, 0.76, "promoted", rungs)]
+    trials += [_record(0.1, 2, 0.76, "promoted", rungs)]
+    trials += [_record(0.1, 3, 0.76, "promoted", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.5}, 0.776)
+    assert ledger.params(ledger.final_candidate()) == {"a": 0.5}
+    # a rival there that beats it on both scales takes its place
+    trials += [_record(0.7, 3, 0.83, "promoted", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.7}, 0.83)
+    # nor is it held once a trial of it failed higher up
+    ledger = RungLedger(rungs, factor=3)
+    ledger.absorb([*trials[:5], _record(0.5, 2, math.nan, "promoted", rungs)])
+    ledger.absorb(
+        [*trials[:5], _record(0.5, 2, math.nan, "promoted", rungs), *trials[5:8]]
+    )
+    assert ledger.incumbent_trajectory[-1][1] == {"a": 0.1}
+
+
 def test_once_a_trial_on_all_data_succeeds_the_incumbent_is_the_best_there():
     rungs = Rungs.geometric(1000, 20, 3)
     ledger = RungLedger(rungs, factor=3)
