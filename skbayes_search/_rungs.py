@@ -276,11 +276,13 @@ class RungLedger(RungCosts):
         if self.incumbent is None:
             return None
         key = self.incumbent[0]
-        scores = [self._scores[k].get(key, math.inf) for k in range(self.rungs.top + 1)]
-        ok = [k for k, s in enumerate(scores) if math.isfinite(s)]
-        if not ok or ok[-1] < self.base or any(math.isnan(s) for s in scores[ok[-1] :]):
+        # a configuration climbs only from a success: its highest trial is
+        # its highest success unless that trial failed
+        k = max(self._done[key])
+        score = self._scores[k][key]
+        if not math.isfinite(score) or k < self.base:
             return None
-        return key, ok[-1], scores[ok[-1]]
+        return key, k, score
 
     def _candidates(self) -> list[tuple[bytes, int, float]]:
         """The candidates for incumbent (see :meth:`_ranked_incumbents`) by

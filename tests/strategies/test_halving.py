@@ -291,10 +291,8 @@ def test_a_rival_scoring_lower_two_rungs_up_does_not_displace_the_incumbent():
     assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.7}, 0.83)
     # nor is it held once a trial of it failed higher up
     ledger = RungLedger(rungs, factor=3)
-    ledger.absorb([*trials[:5], _record(0.5, 2, math.nan, "promoted", rungs)])
-    ledger.absorb(
-        [*trials[:5], _record(0.5, 2, math.nan, "promoted", rungs), *trials[5:8]]
-    )
+    failed = _record(0.5, 2, math.nan, "promoted", rungs)
+    ledger.absorb([*trials[:5], failed, *trials[5:8]])
     assert ledger.incumbent_trajectory[-1][1] == {"a": 0.1}
 
 
