@@ -272,10 +272,14 @@ def level_gains(differences: Sequence[Sequence[float]]) -> np.ndarray:
     More rows score higher for the same configuration, so a raw score on a
     larger subset flatters it against one on a smaller subset. The gain of a
     step is the median, over the configurations evaluated on both levels, of
-    their score there less their score on the level below. A step nothing
-    has crossed yet takes the gain of the nearest measured step below it
-    (learning curves flatten, so this errs towards the smaller subset),
-    else of the nearest above, else 0.
+    their score there less their score on the level below, and never below
+    0: learning curves rise, so a median fall across a step is the measured
+    configurations' own (a boosting run that diverges on more rows), not the
+    rows', and crediting it to the step would excuse that very fall when a
+    configuration that fell is compared with those on the level below. A
+    step nothing has crossed yet takes the gain of the nearest measured step
+    below it (learning curves flatten, so this errs towards the smaller
+    subset), else of the nearest above, else 0.
 
     Parameters
     ----------
@@ -293,8 +297,12 @@ def level_gains(differences: Sequence[Sequence[float]]) -> np.ndarray:
     [0.14, 0.14, 0.01, 0.01]
     >>> level_gains([[], [0.05]]).tolist()
     [0.05, 0.05]
+    >>> level_gains([[0.02], [-0.13]]).tolist()
+    [0.02, 0.0]
     """
-    gains = np.array([np.median(d) if len(d) else np.nan for d in differences])
+    gains = np.array(
+        [max(float(np.median(d)), 0.0) if len(d) else np.nan for d in differences]
+    )
     known = np.flatnonzero(np.isfinite(gains))
     if not known.size:
         return np.zeros(len(gains))

@@ -296,6 +296,27 @@ def test_a_rival_scoring_lower_two_rungs_up_does_not_displace_the_incumbent():
     assert ledger.incumbent_trajectory[-1][1] == {"a": 0.1}
 
 
+def test_an_incumbent_that_falls_one_rung_up_gives_way_to_the_rung_below():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    # as a boosting run with almost no regularisation on shuttle: the
+    # incumbent a = 0.5 scores 0.9963 on rung 1 and 0.8639 one rung up,
+    # where a = 0.3 scored 0.9946 on rung 1
+    trials = [_record(a, 0, s, "new", rungs) for a, s in ((0.5, 0.99), (0.3, 0.98))]
+    trials += [_record(0.1, 0, 0.7, "new", rungs)]
+    trials += [_record(0.5, 1, 0.9963, "promoted", rungs)]
+    trials += [_record(0.3, 1, 0.9946, "promoted", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.5}, 0.9963)
+    trials += [_record(0.5, 2, 0.8639, "promoted", rungs)]
+    ledger.absorb(trials)
+    # its own fall is the only step measured: counted as a gain of the
+    # rows, it would put a = 0.5 back at 0.9963, above every rival
+    assert ledger.rung_offsets()[2] == ledger.rung_offsets()[1]
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.9946)
+    assert ledger.params(ledger.final_candidate()) == {"a": 0.3}
+
+
 def test_once_a_trial_on_all_data_succeeds_the_incumbent_is_the_best_there():
     rungs = Rungs.geometric(1000, 20, 3)
     ledger = RungLedger(rungs, factor=3)
