@@ -23,6 +23,10 @@ FINAL_NOT_STARTED = (
     "and the final trial's grace period, so it was not started"
 )
 NO_FULL_SUCCESS = "no trial on all data succeeded"
+FINAL_STOPPED = (
+    "its evaluation on all data ran past max_time and the final trial's grace "
+    "period and was stopped"
+)
 
 
 def raise_if_all_failed(ctx: SearchContext, at_end: bool = False) -> None:

@@ -262,6 +262,7 @@ class SearchJournal:
                     "n_resources": record.n_resources,
                     "score": record.score,
                     "position": int(position),
+                    **({"stopped": True} if record.stopped else {}),
                 },
             },
             lease=self.lease,
@@ -398,6 +399,7 @@ class SearchJournal:
         except (TypeError, ValueError) as exc:
             raise StoredTrialError(f"{where}: extras {exc}") from None
         extras.pop("position", None)
+        stopped = extras.pop("stopped", False) is True
         fit_times = row["fit_times"]
         score_times = row["score_times"]
         if len(fit_times) != ctx.n_splits:
@@ -432,6 +434,7 @@ class SearchJournal:
             iter=iteration,
             elapsed_time=elapsed,
             extras=extras,
+            stopped=stopped,
         )
         return record, splits
 

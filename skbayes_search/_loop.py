@@ -290,6 +290,7 @@ class SearchLoop:
                     f"The final trial ran past max_time={self.ctx.max_time}s plus "
                     "its grace period and was stopped."
                 )
+                running.trial.stopped = True
             if self.stop_on_timeout:
                 raise TimeoutError(f"{reason} Parameters: {running.trial.params!r}.")
             outs = [

@@ -132,12 +132,20 @@ class RungLedger(RungCosts):
         self.agreements: dict[int, Agreement] = {}
         self.incumbent: tuple[bytes, int, float] | None = None
         self.incumbent_trajectory: list[tuple[float, dict, float]] = []
+        # configurations with a trial stopped by the search's deadline
+        self.stopped: set[bytes] = set()
 
     # -- reading the trials --------------------------------------------------
     def absorb(self, trials: Sequence[Any]) -> None:
         """Read the trials finished since the last call (records in order)."""
         for row, t in enumerate(trials[self._n_seen :], start=self._n_seen):
             key, k = t.x.tobytes(), self.rungs.of(t.fraction)
+            if getattr(t, "stopped", False):
+                # stopped by the search's deadline: no measurement, and no
+                # failure of the configuration's either (had it not been
+                # started, the rule of the rung below would answer it)
+                self.stopped.add(key)
+                continue
             self._rows[k][key] = row
             self._table = self._curve = self._medians = None
             score = math.nan if t.failed else float(t.score)

@@ -62,7 +62,9 @@ score_times        TEXT     JSON list of seconds per split
 n_test_samples     TEXT     JSON list of ints per split
 extras             TEXT     JSON object (``iter``, ``elapsed_time``,
                             ``position``: place in the order the search proposed
-                            its trials, strategy columns, ...)
+                            its trials, ``stopped``: true for a failed trial
+                            that the search's deadline stopped, strategy
+                            columns, ...)
 created            REAL     Unix time the trial was stored
 position           INTEGER  ``extras["position"]``, unique within a run (NULL
                             for rows of schema version 1)

@@ -27,6 +27,9 @@ class Trial:
         The search's answer depends on it: when ``max_time`` comes while it
         runs, it is not stopped with the others but gets the final trials'
         grace period.
+    stopped : bool, default=False
+        Set by the search loop when the end of that grace period stopped it:
+        recorded as failed, it says nothing against the configuration.
 
     Examples
     --------
@@ -40,6 +43,7 @@ class Trial:
     iter: int = 0
     extras: dict = field(default_factory=dict)
     final: bool = field(default=False, repr=False)
+    stopped: bool = field(default=False, repr=False)
 
 
 @dataclass
@@ -65,6 +69,9 @@ class TrialRecord:
     #: The failed fits' error messages (scikit-learn's ``fit_error``), so
     #: that a search whose every trial failed can say why.
     fit_errors: tuple = ()
+    #: Stopped by the search's deadline (:attr:`Trial.stopped`), not failed
+    #: for a fault of its own.
+    stopped: bool = False
 
     @classmethod
     def from_fits(
@@ -104,6 +111,7 @@ class TrialRecord:
             fit_errors=tuple(
                 out["fit_error"] for out in outs if out["fit_error"] is not None
             ),
+            stopped=bool(trial.stopped),
         )
 
 

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from joblib import parallel_backend
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.datasets import make_regression
 from sklearn.exceptions import FitFailedWarning
 
@@ -268,6 +268,44 @@ class OneFastOneSlow(BayesSearchCV):
 
 class FinalSlow(OneFastOneSlow):
     final = True
+
+
+class FinalSlowSeen(FinalSlow):
+    """Keeps the records it ends with."""
+
+    def _end_search(self, ctx, results):
+        super()._end_search(ctx, results)
+        self.records_ = list(ctx.trials)
+
+
+def test_a_final_trial_stopped_at_its_grace_is_recorded_as_stopped(tmp_path):
+    # the final trial hangs for 30 s: stopped at the end of the grace period,
+    # it is a failed row of cv_results_ whose record says it was stopped, not
+    # failed for a fault of its own, also once read back from the store
+    from skbayes_search.storage import TrialStore
+
+    store = TrialStore(tmp_path / "t.db")
+    search = FinalSlowSeen(
+        Sleepy(hang=30.0),
+        {"a": Categorical([0.5, 2.0])},
+        n_iter=2,
+        cv=2,
+        max_time=1.0,
+        random_state=0,
+        n_jobs=2,
+        store=store,
+        run_name="run",
+    )
+    with pytest.warns(FitFailedWarning):
+        search.fit(X, Y)
+    assert [p["a"] for p in search.cv_results_["params"]] == [0.5, 2.0]
+    assert np.isnan(search.cv_results_["mean_test_score"][1])
+    assert [r.stopped for r in search.records_] == [False, True]
+    assert "stopped" not in search.cv_results_
+    again = clone(search).set_params(max_time=None, n_jobs=1)
+    with pytest.warns(FitFailedWarning):
+        again.fit(X, Y)
+    assert [r.stopped for r in again.records_] == [False, True]
 
 
 @pytest.mark.parametrize("cls", [OneFastOneSlow, FinalSlow])

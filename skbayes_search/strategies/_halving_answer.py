@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._failures import FINAL_NOT_STARTED, NO_FULL_SUCCESS, warn_answer_on_subset
+from .._failures import (
+    FINAL_NOT_STARTED,
+    FINAL_STOPPED,
+    NO_FULL_SUCCESS,
+    warn_answer_on_subset,
+)
 from .._loop import final_deadline
 from .._trial import SearchContext, Trial
 from ._halving_model import random_points
@@ -90,7 +95,9 @@ class HalvingAnswer:
             return super()._select_best(results, refit_metric)
         if results["resource_fraction"][row] < 1.0:
             n_rows = results["n_resources"][row]
-            if self._ledger.successes(self._rungs.top):
+            if self._ledger.incumbent[0] in self._ledger.stopped:
+                why = FINAL_STOPPED
+            elif self._ledger.successes(self._rungs.top):
                 why = (
                     "its score there beats every score on all data, and it "
                     "was not measured on all data in time"

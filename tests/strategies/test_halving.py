@@ -366,6 +366,26 @@ def test_a_better_score_on_the_rung_below_all_data_is_the_answer_and_climbs():
         ledger.absorb([*trials[:3], _record(0.2, 3, score, "promoted", rungs), *more])
         assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.8}, 0.6)
         assert ledger.answer_measured()
+    # but a trial on all data stopped by the search's deadline measured
+    # nothing and says nothing against it: it is still the answer, on its
+    # subset, and the next to measure on all data
+    stopped = _record(0.2, 4, math.nan, "final", rungs)
+    stopped.failed = stopped.stopped = True
+    ledger = RungLedger(rungs, factor=3)
+    ledger.absorb([*trials, stopped])
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.2}, 0.7)
+    assert ledger.incumbent_row() == 3
+    assert ledger.stopped == {np.array([0.2]).tobytes()}
+    assert ledger.params(ledger.final_candidate()) == {"a": 0.2}
+    # the answer's warning says why it rests on a subset
+    search = _search()
+    search._ledger, search._rungs = ledger, rungs
+    results = {
+        "resource_fraction": [t.fraction for t in [*trials, stopped]],
+        "n_resources": [t.n_resources for t in [*trials, stopped]],
+    }
+    with pytest.warns(UserWarning, match="grace period and was stopped"):
+        assert search._select_best(results, "score") == 3
 
 
 def test_the_first_configuration_to_climb_to_all_data_is_the_incumbent():
