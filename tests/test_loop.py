@@ -22,6 +22,7 @@ from skbayes_search import (
     TransferBayesSearchCV,
 )
 from skbayes_search._trial import Trial
+from skbayes_search.storage import TrialStore
 
 X, Y = make_regression(n_samples=400, n_features=3, random_state=0)
 
@@ -282,8 +283,6 @@ def test_a_final_trial_stopped_at_its_grace_is_recorded_as_stopped(tmp_path):
     # the final trial hangs for 30 s: stopped at the end of the grace period,
     # it is a failed row of cv_results_ whose record says it was stopped, not
     # failed for a fault of its own, also once read back from the store
-    from skbayes_search.storage import TrialStore
-
     store = TrialStore(tmp_path / "t.db")
     search = FinalSlowSeen(
         Sleepy(hang=30.0),
