@@ -139,13 +139,14 @@ class RungLedger(RungCosts):
     def absorb(self, trials: Sequence[Any]) -> None:
         """Read the trials finished since the last call (records in order)."""
         for row, t in enumerate(trials[self._n_seen :], start=self._n_seen):
-            key, k = t.x.tobytes(), self.rungs.of(t.fraction)
-            if getattr(t, "stopped", False):
+            key = t.x.tobytes()
+            if t.stopped:
                 # stopped by the search's deadline: no measurement, and no
                 # failure of the configuration's either (had it not been
                 # started, the rule of the rung below would answer it)
                 self.stopped.add(key)
                 continue
+            k = self.rungs.of(t.fraction)
             self._rows[k][key] = row
             self._table = self._curve = self._medians = None
             score = math.nan if t.failed else float(t.score)
