@@ -108,12 +108,15 @@ def rank_agreement(low: Sequence[float], high: Sequence[float]) -> float:
 
 
 def cannot_select(scores: Sequence[float], keep: float) -> bool:
-    """Whether a subset size's scores are too tied to pick their best share.
+    """Whether a subset size's scores are too tied to rank configurations.
 
     On very small subsets many settings fit the same trivial model (every
-    row predicted as the majority class, say) and score exactly alike; a
-    ranking there cannot be measured, so rank agreement is undefined, and a
-    search choosing the best share ``keep`` would choose by arrival order.
+    row predicted as the majority class, say) and score exactly alike. Two
+    plateaus make a size useless for choosing: one at the best, where a
+    search choosing the best share ``keep`` would choose by arrival order,
+    and one below it holding most settings, where the size tells only which
+    settings can fit anything on so few rows (a minimum leaf size larger
+    than half the subset, say), which ranks them as more rows would not.
     Judged from :data:`MIN_PAIRS` finite scores on.
 
     Parameters
@@ -129,9 +132,10 @@ def cannot_select(scores: Sequence[float], keep: float) -> bool:
     -------
     bool
         True when more than ``keep`` of the scores (and more than one) tie
-        with the best: lie within :data:`TIE_SHARE` of the scores' range
-        below it. A plateau of trivial models is rarely exact: a setting that
-        gets one more validation row right stands a hair above it.
+        with the best, or more than half of them tie with each other: lie
+        within :data:`TIE_SHARE` of the scores' range. A plateau of trivial
+        models is rarely exact: a setting that gets one more validation row
+        right stands a hair above it.
 
     Examples
     --------
@@ -141,14 +145,21 @@ def cannot_select(scores: Sequence[float], keep: float) -> bool:
     True
     >>> cannot_select([0.658, 0.658, 0.70, 0.61, 0.64, 0.66], keep=1 / 3)
     False
+    >>> cannot_select([0.7607, 0.7607, 0.7607, 0.7607, 0.79, 0.81], keep=1 / 3)
+    True
     """
-    s = np.asarray(scores, dtype=float)
+    s = np.sort(np.asarray(scores, dtype=float))
     s = s[np.isfinite(s)]
     if s.size < MIN_PAIRS:
         return False
     tolerance = max(TIE_SHARE * float(np.ptp(s)), 1e-12)
-    tied = int(np.sum(s >= s.max() - tolerance))
-    return tied > max(1.0, keep * s.size)
+    tied = int(np.sum(s >= s[-1] - tolerance))
+    if tied > max(1.0, keep * s.size):
+        return True
+    # the most scores within one tolerance of each other
+    ends = np.searchsorted(s, s + tolerance, side="right")
+    plateau = int(np.max(ends - np.arange(s.size)))
+    return plateau > s.size / 2
 
 
 def agreement_by_level(

@@ -196,10 +196,11 @@ class RungLedger(RungCosts):
 
     def _skip_tied_rungs(self, elapsed: float) -> None:
         # when too many of the base rung's random configurations tie at the
-        # best, the rung cannot choose what climbs, so new configurations
-        # start above it; only random ones, since promoted configurations
-        # and the model's proposals cluster near the incumbent and tie with
-        # it for being nearly the same setting
+        # best, the rung cannot choose what climbs, and when most tie below
+        # it, it ranks only what can fit on so few rows: new configurations
+        # start above it; only random ones count, since promoted
+        # configurations and the model's proposals cluster near the
+        # incumbent and tie with it for being nearly the same setting
         while self.base < self.rungs.top and cannot_select(
             [self._scores[self.base][key] for key in self._random[self.base]],
             1.0 / self.factor,

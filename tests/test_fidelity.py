@@ -115,3 +115,18 @@ def test_cannot_select_counts_near_ties_against_the_kept_share():
     assert not cannot_select(plateau, keep=1 / 2)
     # a clear best and a spread below it choose fine
     assert not cannot_select([0.80, 0.75, 0.70, 0.66, 0.66, 0.66], keep=1 / 3)
+
+
+def test_cannot_select_when_most_scores_share_a_plateau_below_the_best():
+    # HistGradientBoosting on 180 rows of adult: a minimum leaf above half
+    # the rows fits no split, and those settings all score the majority
+    # class; the few that split rank above them for the leaf size alone
+    floor = [0.7607, 0.7607, 0.7608, 0.7607]
+    assert cannot_select([*floor, 0.7869, 0.8012, 0.8101], keep=1 / 3)
+    # half on the floor is not most
+    assert not cannot_select([*floor[:3], 0.7869, 0.8012, 0.8101], keep=1 / 3)
+    # the plateau need not be the lowest score: failed-looking outliers below
+    assert cannot_select([0.05, *floor, 0.80, 0.81], keep=1 / 3)
+    # scores close together but spread over the range are no plateau
+    spread = np.linspace(0.70, 0.80, 11)
+    assert not cannot_select(spread, keep=1 / 3)

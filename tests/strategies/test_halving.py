@@ -1086,6 +1086,31 @@ def test_tied_rungs_are_skipped(data):
     assert search.cv_results_["resource_fraction"][search.best_index_] == 1.0
 
 
+def test_a_rung_where_most_settings_tie_below_the_best_is_skipped():
+    # most random settings fit the same trivial model on rung 0 and a few
+    # rise above it: the rung ranks what can fit on so few rows, so new
+    # configurations start on rung 1
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = [_record(a, 0, 0.76, "new", rungs) for a in (0.1, 0.2)]
+    trials += [_record(a, 0, 0.70 + a / 10, "new", rungs) for a in (0.8, 0.9, 1.0)]
+    ledger.absorb(trials)
+    assert ledger.base == 0  # two of five on the plateau: a ranking
+    # the model's proposals near the incumbent do not count as random
+    near = _record(0.3, 0, 0.76, "new", rungs)
+    near.extras["acquisition_value"] = 0.1
+    trials.append(near)
+    ledger.absorb(trials)
+    assert ledger.base == 0
+    trials.append(_record(0.4, 0, 0.76, "new", rungs))
+    ledger.absorb(trials)
+    assert ledger.base == 0  # three of six: half, not most
+    trials.append(_record(0.5, 0, 0.7601, "new", rungs))
+    ledger.absorb(trials)
+    assert ledger.base == 1
+    assert [b for _, b in ledger.base_trajectory] == [0, 1]
+
+
 @pytest.mark.parametrize(
     ("timed", "ratio", "n_pairs", "base"),
     [
