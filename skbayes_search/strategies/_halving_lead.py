@@ -52,6 +52,20 @@ _REACH = 2
 AUTO_SHARE = 0.5
 
 
+def lead_acquisition(timed: bool) -> str:
+    """The lead GP's acquisition: EI per second under ``max_time`` (Snoek et
+    al. 2012, section 3.2), else EI.
+
+    On one rung a trial's cost depends on the setting alone, and it spreads
+    widely: an RBF SVC's lead trials with ``C`` or ``gamma`` on a bound of
+    the box cost 2 to 2.7 times those inside it on four of six tasks
+    (doc/strategies/halving.rst, "The lead rung's acquisition"). Without
+    ``max_time`` the seed must fix the trials, so measured seconds may not
+    choose them.
+    """
+    return "ei_per_second" if timed else "ei"
+
+
 def auto_share(n_dims: int) -> float:
     """The lead's share for ``lead_share="auto"``: ``AUTO_SHARE`` where its
     ``LEAD_MIN_TRIALS`` trials give its GP at least 4 per input dimension,
@@ -197,7 +211,7 @@ class LeadRung:
         proposer = self._proposers.get(k)
         if proposer is None:
             proposer = self._proposers[k] = BayesProposer(
-                acquisition="ei",
+                acquisition=lead_acquisition(ctx.max_time is not None),
                 hyperparameter_sampling="mcmc",
                 n_initial_points=_N_INITIAL,
                 seed=self.seed + 1 + k,

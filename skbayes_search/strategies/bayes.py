@@ -334,7 +334,7 @@ class BayesProposer:
         self.surrogate = GPSurrogate(
             kernel, hyperparameter_sampling=hyperparameter_sampling, random_state=seed
         )
-        self._map_surrogate: GPSurrogate | None = None
+        self._map_surrogates: dict[str, GPSurrogate] = {}
         self.cost_surrogate = (
             GPSurrogate(
                 hyperparameter_sampling=hyperparameter_sampling, random_state=seed + 1
@@ -400,7 +400,8 @@ class BayesProposer:
         surrogate.fit(X, y)
         cost_surrogate = None
         if self.cost_surrogate is not None:
-            cost_surrogate = self.cost_surrogate.fit(X, np.log(ctx.costs(trials)))
+            cost_surrogate = self._surrogate_for(len(y), cost=True)
+            cost_surrogate.fit(X, np.log(ctx.costs(trials)))
         y_best = float(np.min(y))
 
         def acquisition_for(pending: np.ndarray | None) -> Any:
@@ -444,19 +445,22 @@ class BayesProposer:
         tied = np.abs(ok - best) <= _TIE * max(1.0, abs(best))
         return 2 * int(tied.sum()) <= len(ok)
 
-    def _surrogate_for(self, n_observations: int) -> GPSurrogate:
-        """The sampled GP, or past ``mcmc_until`` observations the MAP one."""
+    def _surrogate_for(self, n_observations: int, cost: bool = False) -> GPSurrogate:
+        """The sampled GP (of the loss, or with ``cost`` of the log fit
+        time), or past ``mcmc_until`` observations its MAP counterpart."""
+        sampled = self.cost_surrogate if cost else self.surrogate
         if (
             self.mcmc_until is None
             or self.hyperparameter_sampling != "mcmc"
             or n_observations <= self.mcmc_until
         ):
-            return self.surrogate
-        if self._map_surrogate is None:
-            self._map_surrogate = GPSurrogate(
-                self.kernel,
+            return sampled
+        key = "cost" if cost else "loss"
+        if key not in self._map_surrogates:
+            self._map_surrogates[key] = GPSurrogate(
+                None if cost else self.kernel,
                 hyperparameter_sampling="map",
-                random_state=self.seed,
+                random_state=self.seed + int(cost),
                 reoptimize_growth=0.25,
             )
-        return self._map_surrogate
+        return self._map_surrogates[key]

@@ -133,7 +133,8 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         (without ``max_time``, the rung below all data); once there, the
         lead stays while they are predicted to take at most twice the share.
         Its configurations are proposed by the EI of a GP fitted on that
-        rung's trials alone, after 3 random ones (configurations
+        rung's trials alone (under ``max_time`` EI per second, with a second
+        GP of their measured fit times), after 3 random ones (configurations
         promoted there count), so rankings on smaller subsets cannot mislead
         it; they compete with the promoted ones for the all-data evaluation.
         A lead trial starts whenever lead trials, running ones at their
@@ -162,8 +163,8 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         Seeds the subsets, the random configurations, the hedges and the
         GP; with ``asynchronous=False`` and no ``max_time`` it fixes the
         sequence of trials (under ``max_time``, which trials fit in the time
-        left, and which rungs cost nearly as much as the next, are judged
-        from measured fit times, so from the clock).
+        left, which rungs cost nearly as much as the next, and the lead's
+        proposals are judged from measured fit times, so from the clock).
     error_score : "raise" or float, default=np.nan
         Score of a failed fit; a failed trial is never promoted and the GP
         sees the worst observed loss there.

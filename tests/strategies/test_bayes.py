@@ -609,11 +609,39 @@ def test_a_proposer_past_mcmc_until_uses_a_map_gp():
     for a in (0.1, 0.9, 0.5, 0.7):
         observe(a)
     proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=0)
-    assert proposer._map_surrogate is None
+    assert proposer._map_surrogates == {}
     observe(0.2)
     (trial,) = proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=1)
-    assert proposer._map_surrogate.hyperparameter_sampling == "map"
-    assert len(proposer._map_surrogate.X_) == 5
+    assert proposer._map_surrogates["loss"].hyperparameter_sampling == "map"
+    assert len(proposer._map_surrogates["loss"].X_) == 5
+    assert 0.0 <= trial.params["a"] <= 1.0
+
+
+def test_the_cost_gp_past_mcmc_until_is_a_map_gp_too():
+    # with ei_per_second the fit-time GP costs a proposal as much as the
+    # loss GP: past mcmc_until both take a MAP estimate
+    ctx = search_context({"a": Real(0.0, 1.0)}, n_train=100)
+    proposer = BayesProposer(
+        acquisition="ei_per_second",
+        hyperparameter_sampling="mcmc",
+        n_initial_points=2,
+        seed=0,
+        mcmc_until=4,
+    )
+    for i, a in enumerate((0.1, 0.9, 0.5, 0.7, 0.2)):
+        _observe(ctx, {"a": a}, float(-((a - 0.3) ** 2)))
+        ctx.trials[-1].cost = 1.0 + 4.0 * a
+        if i == 3:
+            proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=0)
+            assert proposer._map_surrogates == {}
+    (trial,) = proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=1)
+    cost_gp = proposer._map_surrogates["cost"]
+    assert cost_gp.hyperparameter_sampling == "map"
+    assert proposer._map_surrogates["loss"].hyperparameter_sampling == "map"
+    # the cost GP models the log fit times, not the losses
+    np.testing.assert_allclose(
+        np.sort(cost_gp.y_), np.sort(np.log([1.4, 4.6, 3.0, 3.8, 1.8]))
+    )
     assert 0.0 <= trial.params["a"] <= 1.0
 
 

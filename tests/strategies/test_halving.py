@@ -947,6 +947,38 @@ def test_the_lead_gp_has_the_lead_length_scale_prior():
     assert kernel.log_length_prior == LEAD_LENGTH_PRIOR == (0.0, 1.0)
 
 
+def test_under_max_time_the_lead_gp_weighs_what_its_trials_cost():
+    # one rung, where cost depends on the setting alone: under max_time the
+    # lead maximises EI per second, with a GP of its trials' log fit times,
+    # and moves its proposals towards the cheap side of two equal peaks;
+    # without max_time, EI (the seed alone fixes the trials)
+    rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
+    on_3 = []
+    for a, score in ((0.1, 0.5), (0.35, 0.6), (0.65, 0.6), (0.9, 0.5)):
+        on_3.append(_costed(a, 3, "lead", float(np.exp(10 * a)), rungs))
+        on_3[-1].score = score
+    proposed = {}
+    for max_time in (None, 100.0):
+        proposed[max_time] = []
+        for seed in range(4):
+            lead = LeadRung(0.5, rungs, seed=seed)
+            ctx = _lead_context(rungs, max_time, trials=on_3)
+            (trial,) = lead.propose(ctx, 3, 1, 5, [])
+            proposed[max_time].append(trial.params["a"])
+            proposer = lead._proposers[3]
+            assert proposer.acquisition == (
+                "ei" if max_time is None else "ei_per_second"
+            )
+        if max_time is not None:
+            np.testing.assert_allclose(
+                np.sort(proposer.cost_surrogate.y_),
+                10 * np.array([0.1, 0.35, 0.65, 0.9]),
+            )
+    # between the two peaks, EI alone has no side
+    np.testing.assert_allclose(proposed[None], 0.5, atol=0.01)
+    assert np.mean(proposed[100.0]) < np.mean(proposed[None]) - 0.05
+
+
 def test_a_promotion_is_predicted_to_cost_at_least_its_own_growth():
     rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
     ledger = RungLedger(rungs, factor=3)
