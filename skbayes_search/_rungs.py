@@ -397,17 +397,25 @@ class RungLedger(RungCosts):
         outranks every score below it but a higher one on the rung just
         below) and end the keeping before the incumbent is measured. After
         that, an incumbent on the rung below all data climbs first, however
-        few trials share its rung.
+        few trials share its rung; so does an incumbent below the highest
+        rung another configuration climbed to: a rung of fewer than
+        ``factor`` trials promotes none, and an incumbent left there would
+        be the answer on its few rows while others are measured on many
+        more.
         """
         top = self.rungs.top
         first = not self._scores[top]
-        held = self.incumbent[0] if self.incumbent else None
+        held, held_rung = self.incumbent[:2] if self.incumbent else (None, None)
+        climbed = self._incumbent_rungs()
+        outclimbed = held_rung is not None and bool(climbed) and held_rung < climbed[0]
         for k in range(top - 1, self.base - 1, -1):
             ranked = self.successes(k)
             eligible = ranked[: int(len(ranked) // self.factor)]
             if k + 1 == top and first:
                 eligible = [(key, s) for key, s in eligible if key == held]
-            elif k + 1 == top and not self.answer_measured():
+            elif (k + 1 == top and not self.answer_measured()) or (
+                outclimbed and k == held_rung
+            ):
                 mine = [(key, s) for key, s in ranked if key == held]
                 eligible = mine + [e for e in eligible if e[0] != held]
             for key, _ in eligible:

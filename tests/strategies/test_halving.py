@@ -171,9 +171,20 @@ def _base_when_proposed(search, rows, row):
     return max(b for it, b in rises if it < row["iter"])
 
 
+def _incumbent_when_proposed(search, rows, row):
+    """The incumbent's ``a`` when ``row`` was proposed (synchronous batches:
+    after every earlier batch had finished), or None before any."""
+    seen = [r["elapsed"] for r in rows if r["iter"] < row["iter"]]
+    if not seen:
+        return None
+    then = [p for t, p, _ in search.incumbent_trajectory_ if t <= max(seen)]
+    return then[-1]["a"] if then else None
+
+
 def _assert_asha_rules(search, factor=3):
     """Promotions only from the top 1/factor of what had finished on the rung
-    below when they were proposed; no configuration twice on one rung."""
+    below when they were proposed, or of the incumbent then; no
+    configuration twice on one rung."""
     rows = _rows(search)
     pairs = [(r["a"], r["rung"]) for r in rows]
     assert len(set(pairs)) == len(pairs)
@@ -187,8 +198,9 @@ def _assert_asha_rules(search, factor=3):
             r for r in rows if r["rung"] == row["rung"] - 1 and r["iter"] < row["iter"]
         ]
         ranked = sorted(below, key=lambda r: -r["score"])
-        top = ranked[: int(len(ranked) // factor)]
-        assert row["a"] in [r["a"] for r in top], row
+        top = [r["a"] for r in ranked[: int(len(ranked) // factor)]]
+        top.append(_incumbent_when_proposed(search, rows, row))
+        assert row["a"] in top, row
 
 
 # ----------------------------------------------------------------------
@@ -315,6 +327,30 @@ def test_an_incumbent_that_falls_one_rung_up_gives_way_to_the_rung_below():
     assert ledger.rung_offsets()[2] == ledger.rung_offsets()[1]
     assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.3}, 0.9946)
     assert ledger.params(ledger.final_candidate()) == {"a": 0.3}
+
+
+def test_an_incumbent_below_the_highest_rung_climbed_climbs_first():
+    # as SVC on covertype at 60 s: the incumbent stood alone but for one
+    # other setting on its rung (two trials: none in the top third), while
+    # settings the lead rung found climbed two rungs higher; it would have
+    # been the answer on its few rows. It climbs first, and without a
+    # higher rung climbed, only the top third does
+    rungs = Rungs.geometric(1000, 20, 3)
+    trials = [_record(a, 0, a, "new", rungs) for a in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)]
+    trials += [_record(0.6, 1, 0.9, "promoted", rungs)]
+    trials += [_record(0.5, 1, 0.8, "promoted", rungs)]
+    ledger = RungLedger(rungs, factor=3)
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.6}, 0.9)
+    assert ledger.promotion({}) is None
+    trials += [_record(0.5, 2, 0.6, "promoted", rungs)]
+    ledger.absorb(trials)
+    assert ledger.incumbent_trajectory[-1][1:] == ({"a": 0.6}, 0.9)
+    key, k = ledger.promotion({})
+    assert (ledger.params(key), k) == ({"a": 0.6}, 2)
+    # not while it runs there, nor where it may not start
+    assert ledger.promotion({key: {2}}) is None
+    assert ledger.promotion({}, lambda key, k: k != 2) is None
 
 
 def test_once_a_trial_on_all_data_succeeds_the_incumbent_is_the_best_there():
