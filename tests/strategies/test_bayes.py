@@ -578,70 +578,36 @@ def search_unit(search):
     return space.to_unit(search.cv_results_["params"])
 
 
-def test_a_proposer_past_mcmc_until_uses_a_map_gp():
+@pytest.mark.parametrize("acquisition", ["ei", "ei_per_second"])
+def test_a_proposer_past_mcmc_until_uses_a_map_gp(acquisition):
     # sampled hyperparameters while observations are few, a MAP estimate
-    # once they pass mcmc_until (its proposals cost a tenth)
+    # once they pass mcmc_until (its proposals cost a tenth); with
+    # ei_per_second the fit-time GP too, which costs a proposal as much
     ctx = search_context({"a": Real(0.0, 1.0)}, n_train=100)
     proposer = BayesProposer(
-        acquisition="ei",
+        acquisition=acquisition,
         hyperparameter_sampling="mcmc",
         n_initial_points=2,
         seed=0,
         mcmc_until=4,
     )
-
-    def observe(a):
-        ctx.trials.append(
-            TrialRecord(
-                params={"a": a},
-                x=np.array([a]),
-                fraction=1.0,
-                n_resources=100,
-                score=float(-((a - 0.3) ** 2)),
-                cost=1.0,
-                fit_time=1.0,
-                failed=False,
-                iter=0,
-                elapsed_time=1.0,
-            )
-        )
-
     for a in (0.1, 0.9, 0.5, 0.7):
-        observe(a)
+        _observe(ctx, {"a": a}, -((a - 0.3) ** 2))
+        ctx.trials[-1].cost = 1.0 + 4.0 * a
     proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=0)
     assert proposer._map_surrogates == {}
-    observe(0.2)
+    _observe(ctx, {"a": 0.2}, -((0.2 - 0.3) ** 2))
+    ctx.trials[-1].cost = 1.8
     (trial,) = proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=1)
-    assert proposer._map_surrogates["loss"].hyperparameter_sampling == "map"
-    assert len(proposer._map_surrogates["loss"].X_) == 5
-    assert 0.0 <= trial.params["a"] <= 1.0
-
-
-def test_the_cost_gp_past_mcmc_until_is_a_map_gp_too():
-    # with ei_per_second the fit-time GP costs a proposal as much as the
-    # loss GP: past mcmc_until both take a MAP estimate
-    ctx = search_context({"a": Real(0.0, 1.0)}, n_train=100)
-    proposer = BayesProposer(
-        acquisition="ei_per_second",
-        hyperparameter_sampling="mcmc",
-        n_initial_points=2,
-        seed=0,
-        mcmc_until=4,
-    )
-    for i, a in enumerate((0.1, 0.9, 0.5, 0.7, 0.2)):
-        _observe(ctx, {"a": a}, float(-((a - 0.3) ** 2)))
-        ctx.trials[-1].cost = 1.0 + 4.0 * a
-        if i == 3:
-            proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=0)
-            assert proposer._map_surrogates == {}
-    (trial,) = proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=1)
-    cost_gp = proposer._map_surrogates["cost"]
-    assert cost_gp.hyperparameter_sampling == "map"
-    assert proposer._map_surrogates["loss"].hyperparameter_sampling == "map"
-    # the cost GP models the log fit times, not the losses
-    np.testing.assert_allclose(
-        np.sort(cost_gp.y_), np.sort(np.log([1.4, 4.6, 3.0, 3.8, 1.8]))
-    )
+    gps = proposer._map_surrogates
+    assert sorted(gps) == (["loss"] if acquisition == "ei" else ["cost", "loss"])
+    assert all(gp.hyperparameter_sampling == "map" for gp in gps.values())
+    assert len(gps["loss"].X_) == 5
+    if acquisition == "ei_per_second":
+        # the cost GP models the log fit times, not the losses
+        np.testing.assert_allclose(
+            np.sort(gps["cost"].y_), np.sort(np.log([1.4, 4.6, 3.0, 3.8, 1.8]))
+        )
     assert 0.0 <= trial.params["a"] <= 1.0
 
 
