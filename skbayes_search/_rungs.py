@@ -406,8 +406,11 @@ class RungLedger(RungCosts):
         top = self.rungs.top
         first = not self._scores[top]
         held, held_rung = self.incumbent[:2] if self.incumbent else (None, None)
-        climbed = self._incumbent_rungs()
-        outclimbed = held_rung is not None and bool(climbed) and held_rung < climbed[0]
+        # read only where it can matter: the scan visits every trial
+        outclimbed = held_rung is not None and held_rung + 1 < top
+        if outclimbed:
+            climbed = self._incumbent_rungs()
+            outclimbed = bool(climbed) and held_rung < climbed[0]
         for k in range(top - 1, self.base - 1, -1):
             ranked = self.successes(k)
             eligible = ranked[: int(len(ranked) // self.factor)]
