@@ -42,8 +42,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     rung all rows. New configurations start on the smallest trusted rung,
     the *base*; whenever a worker would idle, a configuration in the top
     ``1 / factor`` of a rung's finished trials climbs to the next rung
-    (ASHA, Li et al. 2020); the first to climb to all data is the
-    incumbent. After ``n_initial_points`` random
+    (ASHA, Li et al. 2020), and so does the incumbent from below a rung
+    others climbed to; the first to climb to all data is the incumbent.
+    After ``n_initial_points`` random
     configurations, new ones maximise the expected improvement on the base
     rung of one GP over (configuration, subset size) fitted on every trusted
     rung, except a share drawn at random (as BOHB does with a density
