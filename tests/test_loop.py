@@ -282,14 +282,17 @@ class FinalSlowSeen(FinalSlow):
 def test_a_final_trial_stopped_at_its_grace_is_recorded_as_stopped(tmp_path):
     # the final trial hangs for 30 s: stopped at the end of the grace period,
     # it is a failed row of cv_results_ whose record says it was stopped, not
-    # failed for a fault of its own, also once read back from the store
+    # failed for a fault of its own, also once read back from the store.
+    # It is asked once the instant first trial is done, and only if max_time
+    # has not passed: max_time leaves room for starting two worker processes
+    # on a busy machine
     store = TrialStore(tmp_path / "t.db")
     search = FinalSlowSeen(
         Sleepy(hang=30.0),
         {"a": Categorical([0.5, 2.0])},
         n_iter=2,
         cv=2,
-        max_time=1.0,
+        max_time=4.0,
         random_state=0,
         n_jobs=2,
         store=store,
