@@ -27,9 +27,11 @@ __all__ = [
     "MIN_PAIRS",
     "TIE_SHARE",
     "Agreement",
+    "Tie",
     "agreement_between",
     "agreement_by_level",
     "cannot_select",
+    "find_tie",
     "level_gains",
     "rank_agreement",
     "size_level",
@@ -107,17 +109,38 @@ def rank_agreement(low: Sequence[float], high: Sequence[float]) -> float:
     return float(kendalltau(low, high).statistic)
 
 
-def cannot_select(scores: Sequence[float], keep: float) -> bool:
-    """Whether a subset size's scores are too tied to rank configurations.
+@dataclass(frozen=True)
+class Tie:
+    """Scores too tied to rank configurations (:func:`find_tie`).
+
+    Attributes
+    ----------
+    at_best : bool
+        Whether the tie is at the best score (else most scores share a
+        plateau below it).
+    low, high : float
+        The lowest and highest score of the tie.
+    best : float
+        The best score.
+    """
+
+    at_best: bool
+    low: float
+    high: float
+    best: float
+
+
+def find_tie(scores: Sequence[float], keep: float) -> Tie | None:
+    """The tie that makes a subset size useless for choosing, if any.
 
     On very small subsets many settings fit the same trivial model (every
     row predicted as the majority class, say) and score exactly alike. Two
     plateaus make a size useless for choosing: one at the best, where a
     search choosing the best share ``keep`` would choose by arrival order,
-    and one below it holding most settings, where the size tells only which
-    settings can fit anything on so few rows (a minimum leaf size larger
-    than half the subset, say), which ranks them as more rows would not.
-    Judged from :data:`MIN_PAIRS` finite scores on.
+    and one below it holding most settings, where the size may tell only
+    which settings can fit anything on so few rows (a minimum leaf size
+    larger than half the subset, say), which ranks them as more rows would
+    not. Judged from :data:`MIN_PAIRS` finite scores on.
 
     Parameters
     ----------
@@ -130,36 +153,53 @@ def cannot_select(scores: Sequence[float], keep: float) -> bool:
 
     Returns
     -------
-    bool
-        True when more than ``keep`` of the scores (and more than one) tie
-        with the best, or more than half of them tie with each other: lie
-        within :data:`TIE_SHARE` of the scores' range. A plateau of trivial
-        models is rarely exact: a setting that gets one more validation row
-        right stands a hair above it.
+    Tie or None
+        A tie at the best when more than ``keep`` of the scores (and more
+        than one) tie with the best, else one below it when more than half
+        of them tie with each other: lie within :data:`TIE_SHARE` of the
+        scores' range. A plateau of trivial models is rarely exact: a
+        setting that gets one more validation row right stands a hair
+        above it. None when the scores can rank.
 
     Examples
     --------
-    >>> cannot_select([0.658] * 6, keep=1 / 3)
-    True
-    >>> cannot_select([0.6583, 0.6584, 0.6583, 0.55, 0.62, 0.6583], keep=1 / 3)
-    True
-    >>> cannot_select([0.658, 0.658, 0.70, 0.61, 0.64, 0.66], keep=1 / 3)
-    False
-    >>> cannot_select([0.7607, 0.7607, 0.7607, 0.7607, 0.79, 0.81], keep=1 / 3)
+    >>> find_tie([0.658] * 6, keep=1 / 3)
+    Tie(at_best=True, low=0.658, high=0.658, best=0.658)
+    >>> find_tie([0.7607, 0.7607, 0.7607, 0.7607, 0.79, 0.81], keep=1 / 3)
+    Tie(at_best=False, low=0.7607, high=0.7607, best=0.81)
+    >>> find_tie([0.658, 0.658, 0.70, 0.61, 0.64, 0.66], keep=1 / 3) is None
     True
     """
     s = np.sort(np.asarray(scores, dtype=float))
     s = s[np.isfinite(s)]
     if s.size < MIN_PAIRS:
-        return False
+        return None
+    best = float(s[-1])
     tolerance = max(TIE_SHARE * float(np.ptp(s)), 1e-12)
-    tied = int(np.sum(s >= s[-1] - tolerance))
-    if tied > max(1.0, keep * s.size):
-        return True
+    first = int(np.searchsorted(s, best - tolerance, side="left"))
+    if s.size - first > max(1.0, keep * s.size):
+        return Tie(True, float(s[first]), best, best)
     # the most scores within one tolerance of each other
     ends = np.searchsorted(s, s + tolerance, side="right")
-    plateau = int(np.max(ends - np.arange(s.size)))
-    return plateau > s.size / 2
+    widths = ends - np.arange(s.size)
+    start = int(np.argmax(widths))
+    if widths[start] <= s.size / 2:
+        return None
+    return Tie(False, float(s[start]), float(s[ends[start] - 1]), best)
+
+
+def cannot_select(scores: Sequence[float], keep: float) -> bool:
+    """Whether a subset size's scores are too tied to rank configurations
+    (:func:`find_tie` finds a tie).
+
+    Examples
+    --------
+    >>> cannot_select([0.6583, 0.6584, 0.6583, 0.55, 0.62, 0.6583], keep=1 / 3)
+    True
+    >>> cannot_select([0.658, 0.658, 0.70, 0.61, 0.64, 0.66], keep=1 / 3)
+    False
+    """
+    return find_tie(scores, keep) is not None
 
 
 def agreement_by_level(

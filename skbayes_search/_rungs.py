@@ -26,8 +26,9 @@ import numpy as np
 
 from ._fidelity import (
     Agreement,
+    Tie,
     agreement_by_level,
-    cannot_select,
+    find_tie,
     level_gains,
     smallest_trusted_level,
 )
@@ -197,16 +198,39 @@ class RungLedger(RungCosts):
     def _skip_tied_rungs(self, elapsed: float) -> None:
         # when too many of the base rung's random configurations tie at the
         # best, the rung cannot choose what climbs, and when most tie below
-        # it, it ranks only what can fit on so few rows: new configurations
-        # start above it; only random ones count, since promoted
-        # configurations and the model's proposals cluster near the
+        # it, it may rank only what can fit on so few rows: new
+        # configurations start above it; only random ones count, since
+        # promoted configurations and the model's proposals cluster near the
         # incumbent and tie with it for being nearly the same setting
-        while self.base < self.rungs.top and cannot_select(
-            [self._scores[self.base][key] for key in self._random[self.base]],
-            1.0 / self.factor,
-        ):
+        while self.base < self.rungs.top:
+            random = self._random[self.base]
+            tie = find_tie(
+                [self._scores[self.base][key] for key in random], 1.0 / self.factor
+            )
+            if tie is None or (not tie.at_best and self._tie_holds_higher(tie)):
+                break
             self.base += 1
             self.base_trajectory.append((float(elapsed), self.base))
+
+    def _tie_holds_higher(self, tie: Tie) -> bool:
+        """Whether the base rung's configurations on a plateau below its best
+        stayed below that best on every higher rung they were measured on
+        (and at least one was): then more rows do not lift them, the plateau
+        is the settings' own (an SVC with a tiny ``C`` scores chance on any
+        number of rows), and the rung ranks those above it well enough."""
+        k = self.base
+        measured = False
+        for key, score in self._scores[k].items():
+            if not tie.low <= score <= tie.high:
+                continue
+            for j in self._done[key]:
+                higher = self._scores[j].get(key, math.nan)
+                if j <= k or not math.isfinite(higher):
+                    continue
+                if higher >= tie.best:
+                    return False
+                measured = True
+        return measured
 
     def _skip_cheap_rungs(self, elapsed: float) -> None:
         # a base rung whose step up costs little more screens fewer

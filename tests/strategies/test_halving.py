@@ -1180,6 +1180,30 @@ def test_a_rung_where_most_settings_tie_below_the_best_is_skipped():
 
 
 @pytest.mark.parametrize(
+    ("higher", "base"),
+    [
+        ([], 1),  # nothing measured higher: skipped, as above
+        ([0.09], 0),  # the plateau holds on more rows: the settings' own
+        ([0.09, 0.40], 0),  # more rows lift it, but not to the best
+        ([0.09, 0.66], 1),  # a plateau setting scores the best: it was hidden
+    ],
+)
+def test_a_plateau_that_more_rows_do_not_lift_keeps_the_base_rung(higher, base):
+    # an SVC with a tiny C scores chance on any number of rows: most random
+    # settings tie there, the few above rank well, and starting new ones a
+    # rung up would only cost three times as much
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    plateau = (0.10, 0.101, 0.1005, 0.1002)
+    trials = [_record(0.1 * (i + 1), 0, s, "new", rungs) for i, s in enumerate(plateau)]
+    for i, score in enumerate(higher):
+        trials.append(_record(0.1 * (i + 1), 1 + i, score, "promoted", rungs))
+    trials.append(_record(0.9, 0, 0.66, "new", rungs))
+    ledger.absorb(trials)
+    assert ledger.base == base
+
+
+@pytest.mark.parametrize(
     ("timed", "ratio", "n_pairs", "base"),
     [
         (True, 1.2, 5, 1),  # a third more rows for a fifth more: skip rung 0
