@@ -30,7 +30,6 @@ __all__ = [
     "Tie",
     "agreement_between",
     "agreement_by_level",
-    "cannot_select",
     "find_tie",
     "level_gains",
     "rank_agreement",
@@ -46,7 +45,7 @@ AGREEMENT_THRESHOLD = 0.3
 #: Fewest configurations evaluated at both sizes before agreement is judged.
 MIN_PAIRS = 5
 #: Scores within this share of their range below the best tie with it
-#: (:func:`cannot_select`).
+#: (:func:`find_tie`).
 TIE_SHARE = 0.01
 
 
@@ -186,20 +185,6 @@ def find_tie(scores: Sequence[float], keep: float) -> Tie | None:
     if widths[start] <= s.size / 2:
         return None
     return Tie(False, float(s[start]), float(s[ends[start] - 1]), best)
-
-
-def cannot_select(scores: Sequence[float], keep: float) -> bool:
-    """Whether a subset size's scores are too tied to rank configurations
-    (:func:`find_tie` finds a tie).
-
-    Examples
-    --------
-    >>> cannot_select([0.6583, 0.6584, 0.6583, 0.55, 0.62, 0.6583], keep=1 / 3)
-    True
-    >>> cannot_select([0.658, 0.658, 0.70, 0.61, 0.64, 0.66], keep=1 / 3)
-    False
-    """
-    return find_tie(scores, keep) is not None
 
 
 def agreement_by_level(

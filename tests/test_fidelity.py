@@ -9,7 +9,7 @@ from skbayes_search._fidelity import (
     Agreement,
     agreement_between,
     agreement_by_level,
-    cannot_select,
+    find_tie,
     rank_agreement,
     size_level,
     smallest_trusted_level,
@@ -97,36 +97,38 @@ def test_size_level_floors_on_the_ladder_and_tops_at_all_rows():
 
 
 # ----------------------------------------------------------------------
-# cannot_select: sizes whose scores tie too often to choose from
+# find_tie: sizes whose scores tie too often to choose from
 # ----------------------------------------------------------------------
-def test_cannot_select_needs_min_pairs_scores():
+def test_find_tie_needs_min_pairs_scores():
     tied = [0.6583] * (MIN_PAIRS - 1)
-    assert not cannot_select(tied, keep=1 / 3)
-    assert cannot_select([*tied, 0.6583], keep=1 / 3)
+    assert find_tie(tied, keep=1 / 3) is None
+    assert find_tie([*tied, 0.6583], keep=1 / 3) is not None
     # failed fits do not count towards the minimum
-    assert not cannot_select([*tied, np.nan], keep=1 / 3)
+    assert find_tie([*tied, np.nan], keep=1 / 3) is None
 
 
-def test_cannot_select_counts_near_ties_against_the_kept_share():
+def test_find_tie_counts_near_ties_against_the_kept_share():
     plateau = [0.6583, 0.6584, 0.6583, 0.55, 0.52, 0.60]
     # three of six within 1 % of the range below the best: more than a third
-    assert cannot_select(plateau, keep=1 / 3)
+    assert find_tie(plateau, keep=1 / 3).at_best
     # keeping half, three tied is not too many
-    assert not cannot_select(plateau, keep=1 / 2)
+    assert find_tie(plateau, keep=1 / 2) is None
     # a clear best and a spread below it choose fine
-    assert not cannot_select([0.80, 0.75, 0.70, 0.66, 0.66, 0.66], keep=1 / 3)
+    assert find_tie([0.80, 0.75, 0.70, 0.66, 0.66, 0.66], keep=1 / 3) is None
 
 
-def test_cannot_select_when_most_scores_share_a_plateau_below_the_best():
+def test_find_tie_when_most_scores_share_a_plateau_below_the_best():
     # HistGradientBoosting on 180 rows of adult: a minimum leaf above half
     # the rows fits no split, and those settings all score the majority
     # class; the few that split rank above them for the leaf size alone
     floor = [0.7607, 0.7607, 0.7608, 0.7607]
-    assert cannot_select([*floor, 0.7869, 0.8012, 0.8101], keep=1 / 3)
+    tie = find_tie([*floor, 0.7869, 0.8012, 0.8101], keep=1 / 3)
+    assert not tie.at_best
+    assert (tie.low, tie.high, tie.best) == (0.7607, 0.7608, 0.8101)
     # half on the floor is not most
-    assert not cannot_select([*floor[:3], 0.7869, 0.8012, 0.8101], keep=1 / 3)
+    assert find_tie([*floor[:3], 0.7869, 0.8012, 0.8101], keep=1 / 3) is None
     # the plateau need not be the lowest score: failed-looking outliers below
-    assert cannot_select([0.05, *floor, 0.80, 0.81], keep=1 / 3)
+    assert find_tie([0.05, *floor, 0.80, 0.81], keep=1 / 3) is not None
     # scores close together but spread over the range are no plateau
     spread = np.linspace(0.70, 0.80, 11)
-    assert not cannot_select(spread, keep=1 / 3)
+    assert find_tie(spread, keep=1 / 3) is None
