@@ -1,20 +1,23 @@
 """The asynchronous ask/tell loop every strategy runs in.
 
-Workers stay busy: whenever fewer folds are left to run than there are
-workers, the strategy is asked for the next trials, with the trials still
+Workers stay busy: whenever the folds left to run would soon leave a worker
+without work, the strategy is asked for the next trials, with the trials still
 running in ``ctx.pending`` (strategies condition their proposals on them,
-Snoek et al. 2012, section 3.3). The moment the last fold of a trial
-finishes, the trial is recorded: committed to the store, then appended to
-``ctx.trials``. A trial past ``trial_timeout`` is stopped and recorded as
-failed with the reason; at ``max_time`` the running trials are stopped and
-left unrecorded (a resumed run proposes again), and the final trials a
-strategy asks for (``_finalize``) get a short grace period.
+Snoek et al. 2012, section 3.3). With more than one worker that is before a
+worker frees, with folds queued for the time a proposal takes, so no worker
+waits for the search's own process; with one, after each trial. The moment
+the last fold of a trial finishes, the trial is recorded: committed to the
+store, then appended to ``ctx.trials``. A trial past ``trial_timeout`` is
+stopped and recorded as failed with the reason; at ``max_time`` the running
+trials are stopped and left unrecorded (a resumed run proposes again), and the
+final trials a strategy asks for (``_finalize``) get a short grace period.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +32,10 @@ __all__ = ["FINAL_GRACE", "SearchLoop", "final_deadline"]
 #: trials of a strategy (FABOLAS's full-data evaluation) may run past it.
 FINAL_GRACE = 0.1
 _MIN_GRACE = 1.0
+# Proposing ahead: how many recent trials' fold times set the queue, and its
+# margin over the folds run during one proposal.
+_RECENT = 5
+_AHEAD_MARGIN = 2.0
 
 
 def final_deadline(max_time: float | None) -> float:
@@ -125,6 +132,11 @@ class SearchLoop:
         self.asynchronous = asynchronous
         self._running: dict[int, _Running] = {}
         self._next_id = 0
+        # folds queued beyond the busy workers before the next proposal
+        self._ahead = 0
+        self._propose_seconds = 0.0
+        # per-fold seconds of the latest finished trials
+        self._fold_seconds: deque[float] = deque(maxlen=_RECENT)
         # committed trials of the current synchronous batch, not yet published
         self._batch: dict[int, tuple[Any, list]] = {}
 
@@ -171,7 +183,22 @@ class SearchLoop:
     def _wants_work(self) -> bool:
         if not self.asynchronous:
             return not self._running
-        return self._folds_left() < self.workers.n_workers
+        return self._folds_left() < self.workers.n_workers + self._ahead
+
+    def _update_ahead(self) -> None:
+        """Folds to keep queued so that a worker freeing while the next trial
+        is proposed finds work: twice those the workers run during one
+        proposal (proposals vary in cost), at most one trial's. The cheapest
+        recent folds set it, as trials on small subsets interleave with
+        costly ones. One worker proposes after each trial, as a sequential
+        search does (its proposals then see every result)."""
+        n_workers = self.workers.n_workers
+        fold = min(self._fold_seconds, default=0.0)
+        if n_workers == 1 or not fold > 0:
+            self._ahead = 0
+            return
+        folds = _AHEAD_MARGIN * n_workers * self._propose_seconds / fold
+        self._ahead = min(self.ctx.n_splits, math.ceil(folds))
 
     def _fill(self) -> bool:
         """Ask for trials while a worker would otherwise idle; False once the
@@ -183,7 +210,10 @@ class SearchLoop:
             # the first trials run whatever max_time says, so a result exists
             if n_free <= 0 or (started and ctx.time_left() <= 0):
                 return False
+            start = time.perf_counter()
             trials = self.search._ask(ctx, min(self._batch_size(), n_free))[:n_free]
+            self._propose_seconds = time.perf_counter() - start
+            self._update_ahead()
             if not trials:
                 # a strategy may wait for running trials before it proposes
                 return bool(self._running)
@@ -238,6 +268,9 @@ class SearchLoop:
 
     def _finish(self, tid: int, outs: list, finish: float) -> None:
         running = self._running.pop(tid)
+        seconds = [o["fit_time"] + o["score_time"] for o in outs]
+        self._fold_seconds.append(sum(seconds) / len(seconds))
+        self._update_ahead()
         self.ctx.pending.remove(running.trial)
         record = self.commit(running.trial, outs, running.position, finish)
         self._batch[tid] = (record, outs)

@@ -116,6 +116,59 @@ def test_proposals_see_the_running_trials_only_when_asynchronous(asynchronous):
         assert max(Recording.pending_seen) == 0
 
 
+class LoggedSleepy(Sleepy):
+    """Sleepy that logs when each fit starts and ends (threads share it)."""
+
+    log = []
+
+    def fit(self, X, y=None):
+        start = time.perf_counter()
+        super().fit(X, y)
+        type(self).log.append((start, time.perf_counter()))
+        return self
+
+
+class SlowProposals(BayesSearchCV):
+    """Takes 0.1 s a proposal, half a fit's time, and logs when each ends."""
+
+    ends = []
+
+    def _ask(self, ctx, n_slots):
+        time.sleep(0.1)
+        out = super()._ask(ctx, n_slots)
+        if ctx.trials:
+            type(self).ends.append(time.perf_counter())
+        return out
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_workers_fit_while_a_proposal_is_made(n_jobs):
+    LoggedSleepy.log, SlowProposals.ends = [], []
+    search = SlowProposals(
+        LoggedSleepy(pause=0.2),
+        {"a": Real(0.1, 2.0), "b": Real(0.0, 1.0)},
+        n_iter=10,
+        n_initial_points=3,
+        hyperparameter_sampling="map",
+        cv=2,
+        n_jobs=n_jobs,
+        random_state=0,
+    )
+    with parallel_backend("threading", n_jobs=n_jobs):
+        search.fit(X, Y)
+    assert len(search.cv_results_["params"]) == 10
+    # proposals at whose end a fit was running (the refit's excluded)
+    fits = LoggedSleepy.log[:-1]
+    busy = [any(a < t < b for a, b in fits) for t in SlowProposals.ends]
+    if n_jobs == 1:
+        # one worker proposes after each trial: it waits for every proposal
+        assert not any(busy)
+    else:
+        # two workers, two folds a trial: waiting for a free worker, each
+        # proposal would outlast the other worker's fold and leave both idle
+        assert sum(busy) >= 0.5 * len(busy) > 0
+
+
 FINITE = {"a": Categorical([0.5, 1.0, 2.0]), "b": Categorical([0.2, 0.8])}
 
 
