@@ -84,6 +84,17 @@ def _assert_hanging_fits_ended(pids):
     assert _wait_dead(started) == []
 
 
+# ten trials of a two-parameter BayesSearchCV on two folds
+SMALL_SEARCH = dict(
+    search_spaces={"a": Real(0.1, 2.0), "b": Real(0.0, 1.0)},
+    n_iter=10,
+    n_initial_points=3,
+    hyperparameter_sampling="map",
+    cv=2,
+    random_state=0,
+)
+
+
 class Recording(BayesSearchCV):
     """Records how many trials were running at each proposal."""
 
@@ -96,15 +107,7 @@ class Recording(BayesSearchCV):
 def test_proposals_see_the_running_trials_only_when_asynchronous(asynchronous):
     Recording.pending_seen = []
     search = Recording(
-        Sleepy(pause=0.05),
-        {"a": Real(0.1, 2.0), "b": Real(0.0, 1.0)},
-        n_iter=10,
-        n_initial_points=3,
-        hyperparameter_sampling="map",
-        cv=2,
-        n_jobs=4,
-        asynchronous=asynchronous,
-        random_state=0,
+        Sleepy(pause=0.05), **SMALL_SEARCH, n_jobs=4, asynchronous=asynchronous
     )
     with parallel_backend("threading", n_jobs=4):
         search.fit(X, Y)
@@ -144,16 +147,7 @@ class SlowProposals(BayesSearchCV):
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_workers_fit_while_a_proposal_is_made(n_jobs):
     LoggedSleepy.log, SlowProposals.ends = [], []
-    search = SlowProposals(
-        LoggedSleepy(pause=0.2),
-        {"a": Real(0.1, 2.0), "b": Real(0.0, 1.0)},
-        n_iter=10,
-        n_initial_points=3,
-        hyperparameter_sampling="map",
-        cv=2,
-        n_jobs=n_jobs,
-        random_state=0,
-    )
+    search = SlowProposals(LoggedSleepy(pause=0.2), **SMALL_SEARCH, n_jobs=n_jobs)
     with parallel_backend("threading", n_jobs=n_jobs):
         search.fit(X, Y)
     assert len(search.cv_results_["params"]) == 10
