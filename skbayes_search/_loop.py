@@ -3,9 +3,10 @@
 Workers stay busy: whenever the folds left to run would soon leave a worker
 without work, the strategy is asked for the next trials, with the trials still
 running in ``ctx.pending`` (strategies condition their proposals on them,
-Snoek et al. 2012, section 3.3). With more than one worker that is before a
-worker frees, with folds queued for the time a proposal takes, so no worker
-waits for the search's own process; with one, after each trial. The moment
+Snoek et al. 2012, section 3.3). With more than one worker (and no
+``trial_timeout``) that is before a worker frees, with folds queued for the
+time a proposal takes, so no worker waits for the search's own process; with
+one, after each trial. The moment
 the last fold of a trial finishes, the trial is recorded: committed to the
 store, then appended to ``ctx.trials``. A trial past ``trial_timeout`` is
 stopped and recorded as failed with the reason; at ``max_time`` the running
@@ -191,10 +192,13 @@ class SearchLoop:
         proposal (proposals vary in cost), at most one trial's. The cheapest
         recent folds set it, as trials on small subsets interleave with
         costly ones. One worker proposes after each trial, as a sequential
-        search does (its proposals then see every result)."""
+        search does (its proposals then see every result); with a
+        ``trial_timeout`` trials are submitted only as a worker frees, since
+        a trial's clock starts at its submission and waiting in a queue is
+        not running."""
         n_workers = self.workers.n_workers
         fold = min(self._fold_seconds, default=0.0)
-        if n_workers == 1 or not fold > 0:
+        if n_workers == 1 or self.trial_timeout is not None or not fold > 0:
             self._ahead = 0
             return
         folds = _AHEAD_MARGIN * n_workers * self._propose_seconds / fold

@@ -144,18 +144,25 @@ class SlowProposals(BayesSearchCV):
         return out
 
 
-@pytest.mark.parametrize("n_jobs", [1, 2])
-def test_workers_fit_while_a_proposal_is_made(n_jobs):
+@pytest.mark.parametrize("n_jobs, trial_timeout", [(1, None), (2, None), (2, 30.0)])
+def test_workers_fit_while_a_proposal_is_made(n_jobs, trial_timeout):
     LoggedSleepy.log, SlowProposals.ends = [], []
-    search = SlowProposals(LoggedSleepy(pause=0.2), **SMALL_SEARCH, n_jobs=n_jobs)
+    search = SlowProposals(
+        LoggedSleepy(pause=0.2),
+        **SMALL_SEARCH,
+        n_jobs=n_jobs,
+        trial_timeout=trial_timeout,
+    )
     with parallel_backend("threading", n_jobs=n_jobs):
         search.fit(X, Y)
     assert len(search.cv_results_["params"]) == 10
     # proposals at whose end a fit was running (the refit's excluded)
     fits = LoggedSleepy.log[:-1]
     busy = [any(a < t < b for a, b in fits) for t in SlowProposals.ends]
-    if n_jobs == 1:
-        # one worker proposes after each trial: it waits for every proposal
+    if n_jobs == 1 or trial_timeout is not None:
+        # one worker proposes after each trial, and with a trial_timeout (a
+        # trial's clock starts when it is submitted) a trial is submitted only
+        # to a free worker: the workers wait for every proposal
         assert not any(busy)
     else:
         # two workers, two folds a trial: waiting for a free worker, each
