@@ -6,12 +6,12 @@ running in ``ctx.pending`` (strategies condition their proposals on them,
 Snoek et al. 2012, section 3.3). With more than one worker (and no
 ``trial_timeout``) that is before a worker frees, with folds queued for the
 time a proposal takes, so no worker waits for the search's own process; with
-one, after each trial. The moment
-the last fold of a trial finishes, the trial is recorded: committed to the
-store, then appended to ``ctx.trials``. A trial past ``trial_timeout`` is
-stopped and recorded as failed with the reason; at ``max_time`` the running
-trials are stopped and left unrecorded (a resumed run proposes again), and the
-final trials a strategy asks for (``_finalize``) get a short grace period.
+one, after each trial. The moment the last fold of a trial finishes, the
+trial is recorded: committed to the store, then appended to ``ctx.trials``.
+A trial past ``trial_timeout`` is stopped and recorded as failed with the
+reason; at ``max_time`` the running trials are stopped and left unrecorded (a
+resumed run proposes again), and the final trials a strategy asks for
+(``_finalize``) get a short grace period.
 """
 
 from __future__ import annotations
@@ -133,8 +133,7 @@ class SearchLoop:
         self.asynchronous = asynchronous
         self._running: dict[int, _Running] = {}
         self._next_id = 0
-        # folds queued beyond the busy workers before the next proposal
-        self._ahead = 0
+        # seconds of the latest proposal
         self._propose_seconds = 0.0
         # per-fold seconds of the latest finished trials
         self._fold_seconds: deque[float] = deque(maxlen=_RECENT)
@@ -184,9 +183,9 @@ class SearchLoop:
     def _wants_work(self) -> bool:
         if not self.asynchronous:
             return not self._running
-        return self._folds_left() < self.workers.n_workers + self._ahead
+        return self._folds_left() < self.workers.n_workers + self._ahead()
 
-    def _update_ahead(self) -> None:
+    def _ahead(self) -> int:
         """Folds to keep queued so that a worker freeing while the next trial
         is proposed finds work: twice those the workers run during one
         proposal (proposals vary in cost), at most one trial's. The cheapest
@@ -199,10 +198,9 @@ class SearchLoop:
         n_workers = self.workers.n_workers
         fold = min(self._fold_seconds, default=0.0)
         if n_workers == 1 or self.trial_timeout is not None or not fold > 0:
-            self._ahead = 0
-            return
+            return 0
         folds = _AHEAD_MARGIN * n_workers * self._propose_seconds / fold
-        self._ahead = min(self.ctx.n_splits, math.ceil(folds))
+        return min(self.ctx.n_splits, math.ceil(folds))
 
     def _fill(self) -> bool:
         """Ask for trials while a worker would otherwise idle; False once the
@@ -217,7 +215,6 @@ class SearchLoop:
             start = time.perf_counter()
             trials = self.search._ask(ctx, min(self._batch_size(), n_free))[:n_free]
             self._propose_seconds = time.perf_counter() - start
-            self._update_ahead()
             if not trials:
                 # a strategy may wait for running trials before it proposes
                 return bool(self._running)
@@ -274,7 +271,6 @@ class SearchLoop:
         running = self._running.pop(tid)
         seconds = [o["fit_time"] + o["score_time"] for o in outs]
         self._fold_seconds.append(sum(seconds) / len(seconds))
-        self._update_ahead()
         self.ctx.pending.remove(running.trial)
         record = self.commit(running.trial, outs, running.position, finish)
         self._batch[tid] = (record, outs)
