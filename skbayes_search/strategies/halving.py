@@ -53,12 +53,12 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     probes' ranking disagrees with the higher rung's, small subsets mislead
     (learning curves cross) and the base rung moves up, as it does under
     ``max_time`` above a rung whose trials cost nearly as much. A share
-    ``lead_share`` of the fit time
-    goes to plain BO on the *lead rung*, the largest subset below all data
-    where several trials fit, with a GP of that rung's trials alone: where
-    the best settings on all data rank low on small subsets, it finds them
-    there (by default in spaces of at most two dimensions). The answer is
-    measured on all data whenever the time allows.
+    ``lead_share`` of the fit time goes to plain BO on the *lead rung*, the
+    largest subset below all data where several trials fit, with a GP of
+    that rung's trials alone: where the best settings on all data rank low
+    on small subsets, it finds them there (by default in spaces of at most
+    two dimensions). The answer is measured on all data whenever the time
+    allows.
     Users' guide: ``doc/strategies/halving.rst``.
 
     Parameters

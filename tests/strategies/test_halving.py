@@ -751,7 +751,7 @@ def test_crossing_curves_raise_the_base_rung(data):
     assert search.rung_agreement_[1].misleads
     rows = _rows(search)
     top = len(RUNG_ROWS) - 1
-    hedged_below_all_rows = 0
+    capped = 0
     for r in rows:
         base = _base_when_proposed(search, rows, r)
         # nothing starts below the base, nothing is promoted from below it
@@ -762,8 +762,9 @@ def test_crossing_curves_raise_the_base_rung(data):
         if r["role"] == "hedge":
             # two rungs up, but never on all rows
             assert r["rung"] == min(base + 2, top - 1), r
-            hedged_below_all_rows += base + 2 == top
-    assert hedged_below_all_rows > 0
+            capped += base + 2 == top
+    # some were proposed where two rungs up is all data
+    assert capped > 0
     # the configuration returned is good on all data, not on 20 rows
     assert abs(search.best_params_["a"] - 0.8) < 0.15
     assert search.cv_results_["resource_fraction"][search.best_index_] == 1.0
