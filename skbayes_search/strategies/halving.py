@@ -426,10 +426,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         # hedge (then with a probe on the base rung: two trials)
         starts: list[tuple[int, bool]] = []
         base = ledger.base
-        # never on all rows: a random setting's fit there costs most, and an
-        # SVC's most for the worst settings (on letter one hedge, scoring
-        # chance, took 56 s of a 60 s search's fits); promotions measure
-        # the answer there
+        # never on all rows: a random setting's fit costs most there (for an
+        # SVC, most for the worst settings), and promotions measure the
+        # answer there; the measurement is on the benchmarks page
         hedge_rung = min(base + 2, rungs.top - 1)
         lead = None
         if ctx.n_succeeded() >= self.n_initial_points:
