@@ -194,9 +194,18 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         "n_trials": len(trials),
         "n_rows": len(task.y_search),
         "settings": json.loads(json.dumps(settings, default=str)),
+        # what the search's "auto" options resolved to
+        "resolved": {
+            k: json.loads(json.dumps(getattr(search, k), default=str))
+            for k in _RESOLVED
+            if hasattr(search, k)
+        },
         "trials": trials,
         "incumbents": incumbents,
     }
+
+
+_RESOLVED = ("lead_share_", "subsample_validation_")
 
 
 def main(argv: list[str] | None = None) -> int:

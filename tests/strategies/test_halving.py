@@ -657,6 +657,104 @@ def test_trials_on_subsets_are_scored_on_as_many_validation_rows(subsample):
     assert res["split0_test_score"][search.best_index_] == 200
 
 
+def _n_validation_rows_slowly(estimator, X, y):
+    time.sleep(0.05)
+    return float(len(X))
+
+
+class _SlowFit(LogisticRegression):
+    def fit(self, X, y, sample_weight=None):
+        time.sleep(0.05)
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+def _auto_search(estimator, scoring, **kw):
+    # cv=3 on 600 rows: 400 training and 200 validation rows per split
+    X, y = make_classification(n_samples=600, random_state=0)
+    params = dict(n_iter=14, max_time=600, n_initial_points=4, min_resources=20)
+    search = HalvingBayesSearchCV(
+        estimator,
+        {"C": Real(1e-2, 1e2, prior="log-uniform")},
+        cv=3,
+        scoring=scoring,
+        random_state=0,
+        **{**params, **kw},
+    )
+    return search, X, y
+
+
+def _below_all_data(search):
+    res = search.cv_results_
+    return [
+        (round(f * 200), int(n))
+        for f, n in zip(res["resource_fraction"], res["split0_test_score"])
+        if f < 1
+    ]
+
+
+def test_the_auto_decision_reads_the_first_four_trials_scored_below_all_data():
+    from skbayes_search.strategies._halving_validation import scoring_dominates
+
+    def record(fit_time, cost, fraction=0.1, failed=False, stopped=False):
+        return TrialRecord(
+            params={}, x=np.zeros(1), fraction=fraction, n_resources=10,
+            score=np.nan if failed else 0.9, cost=cost, fit_time=fit_time,
+            failed=failed, iter=0, elapsed_time=0.0, stopped=stopped,
+        )  # fmt: skip
+
+    scoring = record(0.01, 0.05)  # scoring 4 times the fit
+    fitting = record(0.2, 0.3)
+    skipped = [
+        record(0.2, 0.3, fraction=1.0),
+        record(0.2, 0.3, failed=True),
+        record(0.2, 0.3, stopped=True),
+        record(0.0, 0.1),
+    ]
+    assert scoring_dominates([*skipped, *[scoring] * 4])
+    assert not scoring_dominates([*skipped, *[scoring] * 3])
+    # the first four decide, whatever comes after them
+    assert scoring_dominates([scoring, scoring, scoring, fitting, *[fitting] * 9])
+    assert not scoring_dominates([fitting, fitting, scoring, fitting, *[scoring] * 9])
+
+
+def test_auto_validation_rows_follow_the_fraction_once_scoring_dominates():
+    search, X, y = _auto_search(LogisticRegression(), _n_validation_rows_slowly)
+    search.fit(X, y)
+    assert search.subsample_validation_ is True
+    rows = _below_all_data(search)
+    # the first four decide, scored on every row; every one proposed after
+    # the decision on the share
+    assert [n for _, n in rows[:4]] == [200] * 4
+    shared = [i for i, (share, n) in enumerate(rows) if n == max(share, 2) < 200]
+    assert shared and shared == list(range(shared[0], len(rows)))
+
+
+@pytest.mark.parametrize("slow_fit, max_time", [(True, 600), (False, None)])
+def test_auto_validation_rows_stay_all_where_fitting_dominates_or_untimed(
+    slow_fit, max_time
+):
+    estimator = _SlowFit() if slow_fit else LogisticRegression()
+    scoring = _n_validation_rows if slow_fit else _n_validation_rows_slowly
+    search, X, y = _auto_search(estimator, scoring, max_time=max_time)
+    search.fit(X, y)
+    assert search.subsample_validation_ is False
+    assert {n for _, n in _below_all_data(search)} == {200}
+
+
+def test_a_resumed_auto_search_keeps_its_decision(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    kw = dict(store=path, run_name="run")
+    search, X, y = _auto_search(LogisticRegression(), _n_validation_rows_slowly, **kw)
+    search.set_params(n_iter=6).fit(X, y)
+    first = _below_all_data(search)
+    assert len(first) >= 4 and search.subsample_validation_ is True
+    # the stored trials decide: every new trial below all data on the share
+    search.set_params(n_iter=12).fit(X, y)
+    rows = _below_all_data(search)
+    assert rows[: len(first)] == first and len(rows) > len(first)
+    assert all(n == max(share, 2) for share, n in rows[len(first) :])
+
+
 def test_max_time_ends_with_a_measurement_on_all_data(data):
     X, y = data
     # 0.1 s per split on all data: the budget covers few full-data trials
