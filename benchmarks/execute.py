@@ -194,7 +194,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         "n_trials": len(trials),
         "n_rows": len(task.y_search),
         "settings": json.loads(json.dumps(settings, default=str)),
-        # what the search's "auto" options resolved to
+        # what the search's "auto" options resolved to (ours only)
         "resolved": {
             k: json.loads(json.dumps(getattr(search, k), default=str))
             for k in _RESOLVED
@@ -205,7 +205,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_RESOLVED = ("lead_share_", "subsample_validation_")
+_RESOLVED = ("lead_share_",)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -216,7 +216,6 @@ METHODS: dict[str, Method] = {
         _halving_variant("lead", lead_share=0.5),
         _halving_variant("nolead", lead_share=0.0),
         _halving_variant("subval", subsample_validation=True),
-        _halving_variant("allval", subsample_validation=False),
         _halving_variant("init30", n_initial_points=30),
         Method(
             "bayes",

@@ -146,10 +146,9 @@ class BaseBayesSearchCV(BaseSearchCV):
     def _check_strategy_params(self, ctx: SearchContext) -> None:
         """Validate strategy settings against the data, before any fit."""
 
-    def _subsample_validation(self) -> bool | str:
+    def _subsample_validation(self) -> bool:
         """Whether a trial on a fraction of the training rows is scored on
-        the same fraction of the validation rows (otherwise on all);
-        ``"auto"``: as each of its trials says (:attr:`Trial.subsample_validation`)."""
+        the same fraction of the validation rows (otherwise on all)."""
         return False
 
     def _init_search(self, ctx: SearchContext) -> None:

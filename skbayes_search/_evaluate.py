@@ -114,11 +114,9 @@ class TrialEvaluator:
     callbacks : SearchCallbacks, optional
         scikit-learn fit callbacks of the search; each fit becomes one of
         their tasks.
-    subsample_validation : bool or "auto", default=False
+    subsample_validation : bool, default=False
         Score a trial on ``fraction`` of each split's validation rows (a
-        nested, stratified prefix) instead of all of them. ``"auto"``: all
-        of them unless a trial asks otherwise (``subsample_validation`` of
-        :meth:`fold_jobs`); True and False may be overridden the same way.
+        nested, stratified prefix) instead of all of them.
     """
 
     def __init__(
@@ -132,7 +130,7 @@ class TrialEvaluator:
         rng: np.random.Generator,
         fit_and_score_kwargs: dict,
         callbacks: SearchCallbacks | None = None,
-        subsample_validation: bool | str = False,
+        subsample_validation: bool = False,
     ) -> None:
         self.base_estimator = base_estimator
         self.X = X
@@ -143,10 +141,9 @@ class TrialEvaluator:
         # scores on every validation row
         self.test_orders = (
             [stratified_order(te, y_stratify, rng) for _, te in self.splits]
-            if subsample_validation in (True, "auto")
+            if subsample_validation
             else None
         )
-        self.subsample_validation = subsample_validation is True
         self.min_rows = 1
         if y_stratify is not None and len(y_stratify):
             self.min_rows = len(np.unique(np.asarray(y_stratify)))
@@ -162,23 +159,14 @@ class TrialEvaluator:
         """Training rows one fit of ``fraction`` sees (smallest split)."""
         return subset_size(fraction, self.n_train, self.min_rows)
 
-    def subset_splits(
-        self, fraction: float, subsample_validation: bool | None = None
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
+    def subset_splits(self, fraction: float) -> list[tuple[np.ndarray, np.ndarray]]:
         """``(train_subset, test_subset)`` pairs for one fraction, in split
         order; the test rows are all of the split's unless
-        ``subsample_validation`` (None: the evaluator's default)."""
-        if subsample_validation is None:
-            subsample_validation = self.subsample_validation
-        if subsample_validation and self.test_orders is None:
-            raise ValueError(
-                "subsample_validation=True for a trial of an evaluator made "
-                "with subsample_validation=False: it drew no validation order."
-            )
+        ``subsample_validation``."""
         out = []
         for k, (order, (_, test)) in enumerate(zip(self.orders, self.splits)):
             m = subset_size(fraction, len(order), self.min_rows)
-            if subsample_validation:
+            if self.test_orders is not None:
                 test_order = self.test_orders[k]
                 n = subset_size(fraction, len(test_order), self.min_rows)
                 test = np.sort(test_order[:n])
@@ -191,15 +179,13 @@ class TrialEvaluator:
         fraction: float,
         callback_kwargs: list[dict],
         candidate_progress: tuple[int, int] | None = None,
-        subsample_validation: bool | None = None,
     ) -> list[tuple[Callable, dict]]:
         """One ``(function, kwargs)`` job per split: fit ``params`` on the
         split's subset of ``fraction`` and score it on the split's test rows.
 
         ``callback_kwargs`` holds one dict of scikit-learn callback arguments
         per split (empty dicts without callbacks); ``candidate_progress``
-        ``(trial, budget)`` goes to scikit-learn's verbose messages;
-        ``subsample_validation`` as in :meth:`subset_splits`.
+        ``(trial, budget)`` goes to scikit-learn's verbose messages.
         """
         n_splits = len(self.splits)
         return [
@@ -218,9 +204,7 @@ class TrialEvaluator:
                     **callback_kwargs[k],
                 ),
             )
-            for k, (train, test) in enumerate(
-                self.subset_splits(fraction, subsample_validation)
-            )
+            for k, (train, test) in enumerate(self.subset_splits(fraction))
         ]
 
 

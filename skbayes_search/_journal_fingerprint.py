@@ -16,8 +16,8 @@ train scores are recorded. The estimator: its class and ``get_params(deep=True)`
 as JSON, without the searched parameters (their values come from the trials)
 and without ``n_jobs``, ``verbose``, ``pre_dispatch`` and ``memory`` (which do
 not change a result). Where the search scores trials on subsets on part of the
-validation rows (``subsample_validation``, or ``"auto"``, which decides it from
-the trials), that too. Nothing in it depends on ``n_jobs`` or on the process.
+validation rows (``subsample_validation``), that too. Nothing in it depends on
+``n_jobs`` or on the process.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def run_fingerprint(
     estimator: Any,
     searched: list[str],
     return_train_score: bool = False,
-    subsample_validation: bool | str = False,
+    subsample_validation: bool = False,
 ) -> dict[str, Any]:
     """What a run is made from: data, CV splits, scoring and estimator.
 
@@ -209,11 +209,7 @@ def run_fingerprint(
     """
     # only where scores on subsets come from part of the validation rows, so
     # that every run made before the option existed keeps its fingerprint
-    validation = {}
-    if subsample_validation == "auto":
-        validation = {"validation_rows": "auto"}
-    elif subsample_validation:
-        validation = {"validation_rows": "subsampled"}
+    validation = {"validation_rows": "subsampled"} if subsample_validation else {}
     return {
         "X": data_fingerprint(X),
         "y": data_fingerprint(y),

@@ -239,7 +239,6 @@ class SearchLoop:
                 trial.fraction,
                 self.fit_kwargs(ctx.n_splits),
                 candidate_progress=(len(ctx.trials) + len(ctx.pending), ctx.budget),
-                subsample_validation=trial.subsample_validation,
             )
             timeout = math.inf if self.trial_timeout is None else self.trial_timeout
             self._running[tid] = _Running(

@@ -30,9 +30,6 @@ class Trial:
     stopped : bool, default=False
         Set by the search loop when the end of that grace period stopped it:
         recorded as failed, it says nothing against the configuration.
-    subsample_validation : bool or None, default=None
-        Score it on ``fraction`` of each split's validation rows (True) or on
-        all of them (False); None: as the search's evaluator does by default.
 
     Examples
     --------
@@ -47,7 +44,6 @@ class Trial:
     extras: dict = field(default_factory=dict)
     final: bool = field(default=False, repr=False)
     stopped: bool = field(default=False, repr=False)
-    subsample_validation: bool | None = field(default=None, repr=False)
 
 
 @dataclass

@@ -27,7 +27,6 @@ from ._halving_answer import HalvingAnswer
 from ._halving_lead import LeadRung, auto_share
 from ._halving_model import RungModel, new_configurations
 from ._halving_starts import neighbour, start_rung
-from ._halving_validation import scoring_dominates
 from .bayes import BayesProposer
 
 __all__ = ["HalvingBayesSearchCV"]
@@ -149,18 +148,14 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         one counts one per choice), where its 8 trials give its GP 4 per
         dimension, else 0 (with more parameters its trials are too few for
         its GP; see the users' guide). The share used is ``lead_share_``.
-    subsample_validation : bool or "auto", default="auto"
+    subsample_validation : bool, default=False
         Score a trial on a share of the training rows on the same share of
         each split's validation rows (a nested, stratified subset), as
         scikit-learn's halving searches do; trials on all data are scored on
         every validation row. Cheaper where scoring costs more than fitting
-        on small subsets, noisier there. ``"auto"``: under ``max_time``, on
-        the share once the first 4 trials below all data (on every row)
-        spent at least 1.5 times as long scoring as fitting, as a kernel
-        SVC's do and a boosted ensemble's do not; without ``max_time``, on
-        every row (the clock must not choose the scores). The users' guide
-        gives the measurements; the choice made is ``subsample_validation_``.
-        A stored run resumes only with the setting it was made with.
+        on small subsets, at the price of noisier scores there (the users'
+        guide gives the measurements). A stored run resumes only with the
+        setting it was made with.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -226,10 +221,6 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     lead_share_ : float
         The share of the fit time the lead rung had (``lead_share``
         resolved; 0 in the fallback).
-    subsample_validation_ : bool
-        Whether trials below all data were scored on a share of the
-        validation rows (``subsample_validation`` resolved; for ``"auto"``,
-        from its decision on).
 
     See Also
     --------
@@ -282,7 +273,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
             Interval(numbers.Real, 0, 1, closed="left"),
             StrOptions({"auto"}),
         ],
-        "subsample_validation": ["boolean", StrOptions({"auto"})],
+        "subsample_validation": ["boolean"],
     }
 
     def __init__(
@@ -302,7 +293,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         neighbour_fraction: float = 0.0,
         start_rungs: str = "base",
         lead_share: float | str = "auto",
-        subsample_validation: bool | str = "auto",
+        subsample_validation: bool = False,
         scoring: Any = None,
         n_jobs: int | None = None,
         refit: bool | str | Any = True,
@@ -330,9 +321,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     def _check_strategy_params(self, ctx: SearchContext) -> None:
         min_resources_rows(self.min_resources, ctx)
 
-    def _subsample_validation(self) -> bool | str:
-        if self.subsample_validation == "auto":
-            return "auto"
+    def _subsample_validation(self) -> bool:
         return bool(self.subsample_validation)
 
     def _init_search(self, ctx: SearchContext) -> None:
@@ -341,7 +330,6 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         rungs = Rungs.geometric(ctx.n_train, self.min_resources_, self.factor)
         self.fallback_ = len(rungs.rows) < MIN_RUNGS
         self.lead_share_ = 0.0
-        self.subsample_validation_ = self.subsample_validation is True
         if self.fallback_:
             warnings.warn(
                 f"HalvingBayesSearchCV: {ctx.n_train} training rows per split "
@@ -411,10 +399,6 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         if room <= 0:
             return []
         trials = self._rung_trials(ctx, n_slots, it, room, seconds)
-        if self.subsample_validation == "auto" and ctx.max_time is not None:
-            self.subsample_validation_ = scoring_dominates(ctx.trials)
-            for t in trials:
-                t.subsample_validation = self.subsample_validation_
         if trials or measured:
             return trials
         # nothing else fits in the time left but the incumbent's all-data
