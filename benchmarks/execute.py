@@ -8,9 +8,8 @@ so that no run inherits another's warm caches, threads or memory. The spec
 holds the task (name, data directory, max rows, split seed), the method, the
 seed, the budget, ``n_jobs``, the calibrated sizing and a work folder. The
 output holds the finished trials (time, CV score, resource, params), the
-incumbent after each trial, wall time, fit/score seconds, the settings the
-method ran with and, for ours, what its ``"auto"`` options resolved to
-(``lead_share_``). Nothing here refits or touches the test split.
+incumbent after each trial, wall time, fit/score seconds and the settings the
+method ran with. Nothing here refits or touches the test split.
 """
 
 from __future__ import annotations
@@ -33,8 +32,6 @@ from .trace import TimedScorer, normalize_params, read_log, trials_from_log
 
 T0_FILE = "t0"
 SCORER_LOG = "scores.jsonl"
-#: Fitted attributes of ours recorded with a run: what "auto" options resolved to.
-_RESOLVED = ("lead_share_",)
 
 
 def _busy_seconds(cv_results: dict, n_splits: int) -> float:
@@ -197,11 +194,6 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         "n_trials": len(trials),
         "n_rows": len(task.y_search),
         "settings": json.loads(json.dumps(settings, default=str)),
-        "resolved": {
-            k: json.loads(json.dumps(getattr(search, k), default=str))
-            for k in _RESOLVED
-            if hasattr(search, k)
-        },
         "trials": trials,
         "incumbents": incumbents,
     }
