@@ -19,6 +19,7 @@ import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr
 
 from .._numerics import log_mean_exp, single_blas_thread
+from ..gp import PosteriorStack
 
 __all__ = [
     "ACQUISITIONS",
@@ -64,12 +65,18 @@ def log_h(u: Any) -> np.ndarray:
     """
     u = np.asarray(u, dtype=float)
     # every branch is evaluated on clipped input (no warnings, no boolean
-    # indexing: this runs in the acquisition optimiser's inner loop)
+    # indexing: this runs in the acquisition optimiser's inner loop), and a
+    # branch no element needs is skipped (NaN fails both tests and takes all)
     uu = np.maximum(u, -1.0)
     upper = np.log(np.exp(-0.5 * uu * uu) / _SQRT_2PI + uu * ndtr(uu))
+    lowest = np.min(u) if u.size else 0.0
+    if lowest > -1.0:
+        return upper
     um = np.clip(u, _U_ASYMPTOTIC, -1.0)
     w = np.log(erfcx(-um * _INV_SQRT2) * -um) + _HALF_LOG_PI_2
     mid = -0.5 * um * um - _LOG_SQRT_2PI + np.log(-np.expm1(w))
+    if lowest >= _U_ASYMPTOTIC:
+        return np.where(u > -1.0, upper, mid)
     ut = np.minimum(u, _U_ASYMPTOTIC)
     inv2 = 1.0 / (ut * ut)
     tail = (
@@ -157,11 +164,12 @@ def log_inverse_cost(cost_surrogate: Any, U: np.ndarray) -> np.ndarray:
     >>> bool(rates[0] > 5 * rates[1])  # the cheap end is about 10 times faster
     True
     """
-    terms = []
-    for post in cost_surrogate.posteriors:
-        mu, var = post.predict(U)
-        terms.append(-mu + 0.5 * var)
-    return log_mean_exp(np.stack(terms, axis=1), axis=1)
+    return _log_inverse_cost(PosteriorStack(cost_surrogate.posteriors), U)
+
+
+def _log_inverse_cost(stack: PosteriorStack, U: np.ndarray) -> np.ndarray:
+    mu, var = stack.predict(U)
+    return log_mean_exp(-mu[:, :, 0] + 0.5 * var, axis=1)
 
 
 def make_acquisition(
@@ -244,7 +252,13 @@ def make_acquisition(
         members = [(p, np.array([float(y_best)])) for p in posteriors]
 
     bests = np.concatenate([best for _, best in members])
-    widths = [best.size for _, best in members]
+    with single_blas_thread():
+        stack = PosteriorStack([post for post, _ in members])
+        costs = (
+            PosteriorStack(cost_surrogate.posteriors)
+            if acquisition == "ei_per_second"
+            else None
+        )
 
     def func(U: np.ndarray) -> np.ndarray:
         U = np.atleast_2d(np.asarray(U, dtype=float))
@@ -252,14 +266,9 @@ def make_acquisition(
         with single_blas_thread():
             # predictions of every (sample, fantasy) pair side by side, so the
             # acquisition formula runs once on an (m, n_members) array
-            mus = np.empty((m, bests.size))
-            sds = np.empty((m, bests.size))
-            j = 0
-            for (post, _), w in zip(members, widths):
-                mu, var = post.predict(U)
-                mus[:, j : j + w] = mu.reshape(m, w)
-                sds[:, j : j + w] = np.sqrt(var)[:, None]
-                j += w
+            mean, var = stack.predict(U)
+            mus = mean.reshape(m, bests.size)
+            sds = np.repeat(np.sqrt(var), stack.n_targets, axis=1)
             if acquisition in ("ei", "ei_per_second"):
                 out = log_mean_exp(log_ei(mus, sds, bests), axis=1)
             elif acquisition == "pi":
@@ -268,8 +277,8 @@ def make_acquisition(
                 # minus the LCB; averaging over fantasies of the conditioned
                 # means gives back the unconditioned mean
                 out = -lcb(mus, sds, kappa).mean(axis=1)
-            if acquisition == "ei_per_second":
-                out += log_inverse_cost(cost_surrogate, U)
+            if costs is not None:
+                out += _log_inverse_cost(costs, U)
         return out
 
     return func

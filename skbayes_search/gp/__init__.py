@@ -12,7 +12,7 @@ from .inference import (
 )
 from .kernels import Kernel, ProductKernel, SumKernel
 from .model import GaussianProcess
-from .posterior import Posterior
+from .posterior import Posterior, PosteriorStack
 from .stationary import Matern52
 from .surrogate import GPSurrogate, as_generator
 
@@ -24,6 +24,7 @@ __all__ = [
     "LogPosterior",
     "Matern52",
     "Posterior",
+    "PosteriorStack",
     "ProductKernel",
     "SumKernel",
     "as_generator",

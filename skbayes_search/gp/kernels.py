@@ -122,6 +122,23 @@ class Kernel:
         """Diagonal of ``k(X, X)`` without forming the matrix."""
         raise NotImplementedError
 
+    def evaluate_many(self, thetas: np.ndarray, X1: Any, X2: Any) -> np.ndarray:
+        """``k(X1, X2)`` under each row of ``thetas``, shape ``(J, n1, n2)``.
+
+        An acquisition integrated over hyperparameter samples needs the same
+        cross-covariances under every sample; kernels that can compute them
+        in one vectorised pass override this (the default evaluates one row
+        at a time on shared precomputed inputs).
+        """
+        pre = self.precompute(X1, X2)
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
+        return np.stack([self.evaluate(t, pre) for t in thetas])
+
+    def diag_many(self, thetas: np.ndarray, X: Any) -> np.ndarray:
+        """:meth:`diag` under each row of ``thetas``, shape ``(J, n)``."""
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
+        return np.stack([self.diag(t, X) for t in thetas])
+
     def gradient(self, theta: np.ndarray, pre: Any) -> np.ndarray:
         """Derivatives of the kernel matrix, shape ``(n_params, n1, n2)``.
 
@@ -196,6 +213,16 @@ class _CompositeKernel(Kernel):
     def precompute(self, X1: Any, X2: Any = None) -> Any:
         return (self.k1.precompute(X1, X2), self.k2.precompute(X1, X2))
 
+    def _many(
+        self, thetas: np.ndarray, X1: Any, X2: Any = None, diag: bool = False
+    ) -> tuple[Any, Any]:
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
+        n1 = self.k1.n_params
+        t1, t2 = thetas[:, :n1], thetas[:, n1:]
+        if diag:
+            return self.k1.diag_many(t1, X1), self.k2.diag_many(t2, X1)
+        return self.k1.evaluate_many(t1, X1, X2), self.k2.evaluate_many(t2, X1, X2)
+
 
 class ProductKernel(_CompositeKernel):
     """Elementwise product ``k1(x, x') * k2(x, x')`` (PSD by the Schur theorem)."""
@@ -206,6 +233,14 @@ class ProductKernel(_CompositeKernel):
     def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
         t1, t2 = self._split(theta)
         return self.k1.evaluate(t1, pre[0]) * self.k2.evaluate(t2, pre[1])
+
+    def evaluate_many(self, thetas: np.ndarray, X1: Any, X2: Any) -> np.ndarray:
+        K1, K2 = self._many(thetas, X1, X2)
+        return K1 * K2
+
+    def diag_many(self, thetas: np.ndarray, X: Any) -> np.ndarray:
+        D1, D2 = self._many(thetas, X, diag=True)
+        return D1 * D2
 
     def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
         t1, t2 = self._split(theta)
@@ -246,6 +281,14 @@ class SumKernel(_CompositeKernel):
     def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
         t1, t2 = self._split(theta)
         return self.k1.evaluate(t1, pre[0]) + self.k2.evaluate(t2, pre[1])
+
+    def evaluate_many(self, thetas: np.ndarray, X1: Any, X2: Any) -> np.ndarray:
+        K1, K2 = self._many(thetas, X1, X2)
+        return K1 + K2
+
+    def diag_many(self, thetas: np.ndarray, X: Any) -> np.ndarray:
+        D1, D2 = self._many(thetas, X, diag=True)
+        return D1 + D2
 
     def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
         t1, t2 = self._split(theta)

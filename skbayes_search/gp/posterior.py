@@ -10,15 +10,15 @@ variance, and conditioning on fantasised outcomes of pending points.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._numerics import cholesky_jitter, solve_lower
-from .model import GaussianProcess
+from .model import _VAR_FLOOR, GaussianProcess
 
-__all__ = ["Posterior"]
+__all__ = ["Posterior", "PosteriorStack"]
 
 
 def _rows(X: Any) -> np.ndarray:
@@ -157,3 +157,112 @@ class Posterior:
         draws = mu[:, None] + chol @ rng.standard_normal((k, n_fantasies))
         conditioned = Posterior(gp.condition(Xp, draws), self.loc, self.scale)
         return conditioned, self.loc + self.scale * draws
+
+
+class PosteriorStack:
+    """Several posteriors on the same training inputs, predicted in one pass.
+
+    An acquisition integrated over hyperparameter samples (and over each
+    sample's fantasies) predicts every posterior at the same few candidates
+    thousands of times per proposal, and one prediction at a time most of
+    that time goes to Python overhead. When the posteriors share their
+    training inputs and kernel, the stack computes the inverse of every
+    Cholesky factor once and then predicts all of them with batched matrix
+    products; otherwise it predicts them one after the other. The results
+    agree with :meth:`Posterior.predict` to rounding.
+
+    Parameters
+    ----------
+    posteriors : sequence of Posterior
+        Each with the same number of targets (fantasies).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search.gp import GPSurrogate, PosteriorStack
+    >>> X = np.linspace(0, 1, 8)[:, None]
+    >>> gp = GPSurrogate(random_state=0).fit(X, np.sin(6 * X[:, 0]))
+    >>> stack = PosteriorStack(gp.posteriors)
+    >>> means, variances = stack.predict(X[:3])
+    >>> means.shape, variances.shape  # points, posteriors (, targets)
+    ((3, 10, 1), (3, 10))
+    >>> mean, var = gp.posteriors[4].predict(X[:3])
+    >>> bool(np.allclose(means[:, 4, 0], mean) and np.allclose(variances[:, 4], var))
+    True
+    """
+
+    #: Largest ``(posteriors, points, training points)`` block of one batched
+    #: product (float64 elements, 16 MB); more candidates go in chunks.
+    _MAX_BLOCK = 2_000_000
+
+    def __init__(self, posteriors: Sequence[Posterior]) -> None:
+        self.posteriors = list(posteriors)
+        if not self.posteriors:
+            raise ValueError("PosteriorStack needs at least one posterior.")
+        targets = {p.n_targets for p in self.posteriors}
+        if len(targets) != 1:
+            raise ValueError(
+                "posteriors must have the same number of targets, got "
+                f"{sorted(targets)}."
+            )
+        self.n_targets = targets.pop()
+        models = [p._model for p in self.posteriors]
+        first = models[0]
+        self._batched = first.X_.shape[0] > 0 and all(
+            m.kernel is first.kernel
+            and m.X_.shape == first.X_.shape
+            and np.array_equal(m.X_, first.X_)
+            for m in models
+        )
+        if not self._batched:
+            return
+        n = first.X_.shape[0]
+        eye = np.eye(n)
+        self._X = first.X_
+        self._kernel = first.kernel
+        self._linv = np.stack([solve_lower(m.L_, eye) for m in models])
+        z = np.stack([m.z_.reshape(n, -1) for m in models])
+        # mean = m + k L^-T z: the weights L^-T z once, not per prediction
+        self._alpha = np.matmul(self._linv.transpose(0, 2, 1), z)
+        self._thetas = np.stack([m.kernel_theta_ for m in models])
+        self._amp = np.array([m.amplitude_ for m in models])
+        self._mean = np.array([m.mean_ for m in models])
+        self._loc = np.array([p.loc for p in self.posteriors])
+        self._scale = np.array([p.scale for p in self.posteriors])
+
+    def __len__(self) -> int:
+        return len(self.posteriors)
+
+    def predict(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Means and variances of ``f`` at ``X`` under every posterior.
+
+        Returns
+        -------
+        mean : ndarray of shape (m, n_posteriors, n_targets)
+        var : ndarray of shape (m, n_posteriors)
+        """
+        X = _rows(X)
+        if not self._batched:
+            parts = [p.predict(X) for p in self.posteriors]
+            mean = np.stack([mu.reshape(X.shape[0], -1) for mu, _ in parts], axis=1)
+            return mean, np.stack([var for _, var in parts], axis=1)
+        J, n = self._linv.shape[:2]
+        step = max(1, self._MAX_BLOCK // (J * n))
+        means, variances = [], []
+        for i in range(0, X.shape[0], step):
+            mean, var = self._predict_block(X[i : i + step])
+            means.append(mean)
+            variances.append(var)
+        return np.concatenate(means), np.concatenate(variances)
+
+    def _predict_block(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # K[j] = amp_j k_j(U, X): (J, m, n)
+        K = self._kernel.evaluate_many(self._thetas, U, self._X)
+        K *= self._amp[:, None, None]
+        mean = self._mean[:, None, None] + np.matmul(K, self._alpha)
+        V = np.matmul(self._linv, K.transpose(0, 2, 1))
+        prior = self._amp[:, None] * self._kernel.diag_many(self._thetas, U)
+        var = np.maximum(prior - np.einsum("jnm,jnm->jm", V, V), _VAR_FLOOR)
+        loc, scale = self._loc[:, None, None], self._scale[:, None, None]
+        mean = (loc + scale * mean).transpose(1, 0, 2)
+        return mean, (self._scale[:, None] ** 2 * var).T

@@ -215,6 +215,20 @@ class StationaryARD(Kernel):
     def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
         return np.ones(_as_2d(X).shape[0])
 
+    def evaluate_many(self, thetas: np.ndarray, X1: Any, X2: Any) -> np.ndarray:
+        # the squared differences per dimension do not depend on the length
+        # scales: computed once, then one matrix product gives every r^2
+        A = self._cols(_as_2d(X1))
+        B = self._cols(_as_2d(X2))
+        inv_l2 = np.exp(-2.0 * np.atleast_2d(np.asarray(thetas, dtype=float)))
+        d = A.shape[1]
+        sq = (A[:, None, :] - B[None, :, :]) ** 2
+        r2 = inv_l2 @ sq.reshape(-1, d).T
+        return self._profile(r2).reshape(-1, A.shape[0], B.shape[0])
+
+    def diag_many(self, thetas: np.ndarray, X: Any) -> np.ndarray:
+        return np.ones((np.atleast_2d(thetas).shape[0], _as_2d(X).shape[0]))
+
     def gradient(self, theta: np.ndarray, pre: Any) -> np.ndarray:
         As, Bs = self._scaled(theta, pre)
         Bs = As if Bs is None else Bs

@@ -44,6 +44,22 @@ def test_kernel_matrices_symmetric_psd_and_diag(kernel, theta):
 
 
 @pytest.mark.parametrize("kernel,theta", _kernels())
+def test_evaluate_many_stacks_one_matrix_per_theta(kernel, theta):
+    X, _ = gp_data(11)
+    X2 = gp_data(6, seed=5)[0]
+    rng = np.random.default_rng(2)
+    thetas = theta + 0.3 * rng.standard_normal((4, theta.size))
+    many = kernel.evaluate_many(thetas, X2, X)
+    assert many.shape == (4, 6, 11)
+    for K, t in zip(many, thetas):
+        np.testing.assert_allclose(K, kernel(t, X2, X), rtol=1e-12, atol=1e-14)
+    diags = kernel.diag_many(thetas, X2)
+    assert diags.shape == (4, 6)
+    for d, t in zip(diags, thetas):
+        np.testing.assert_allclose(d, kernel.diag(t, X2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kernel,theta", _kernels())
 def test_kernel_gradients_match_finite_differences(kernel, theta):
     X, _ = gp_data(9)
     X2 = gp_data(5, seed=4)[0]

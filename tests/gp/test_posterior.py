@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from skbayes_search.gp import GPSurrogate
+from skbayes_search.gp import (
+    BasisKernel,
+    GPSurrogate,
+    Matern52,
+    PosteriorStack,
+    ProductKernel,
+)
 
 
 @pytest.fixture
@@ -83,3 +89,65 @@ def test_fantasies_share_draws_with_the_same_generator(fitted):
         mean, _ = pa.predict(P)
         assert mean.shape == (2, 5)
         assert np.abs(mean - da).max() < np.abs(da - da.mean()).max() + 1e-9
+
+
+def _assert_stack_matches(stack, posteriors, U):
+    means, variances = stack.predict(U)
+    assert means.shape == (len(U), len(posteriors), stack.n_targets)
+    assert variances.shape == (len(U), len(posteriors))
+    for j, post in enumerate(posteriors):
+        mean, var = post.predict(U)
+        np.testing.assert_allclose(
+            means[:, j, :], mean.reshape(len(U), -1), rtol=1e-9, atol=1e-9
+        )
+        np.testing.assert_allclose(variances[:, j], var, rtol=1e-7, atol=1e-12)
+
+
+def test_stack_predicts_every_posterior_as_it_would_alone(fitted, monkeypatch):
+    gp, X, _, rng = fitted
+    stack = PosteriorStack(gp.posteriors)
+    assert stack._batched and len(stack) == 3
+    U = np.vstack([rng.uniform(size=(40, 2)), X[:3]])
+    _assert_stack_matches(stack, gp.posteriors, U)
+    # many candidates go through in blocks with the same answer
+    monkeypatch.setattr(PosteriorStack, "_MAX_BLOCK", 3 * 12 * 7)
+    _assert_stack_matches(PosteriorStack(gp.posteriors), gp.posteriors, U)
+
+
+def test_stack_of_fantasies_keeps_every_target(fitted):
+    gp, _, _, rng = fitted
+    fantasies = gp.fantasize(rng.uniform(size=(2, 2)), 5, np.random.default_rng(3))
+    posteriors = [post for post, _ in fantasies]
+    stack = PosteriorStack(posteriors)
+    assert stack._batched and stack.n_targets == 5
+    _assert_stack_matches(stack, posteriors, rng.uniform(size=(9, 2)))
+
+
+def test_stack_with_a_product_kernel_and_near_duplicate_inputs():
+    rng = np.random.default_rng(4)
+    X = rng.uniform(size=(30, 3))
+    X[1] = X[0] + 1e-9  # an ill-conditioned factor
+    y = np.cos(3 * X[:, 0]) * (1 + X[:, 2]) + 0.01 * rng.standard_normal(30)
+    kernel = ProductKernel(Matern52(dims=[0, 1]), BasisKernel(2, "loss"))
+    gp = GPSurrogate(kernel, n_samples=4, n_burn=20, random_state=0).fit(X, y)
+    stack = PosteriorStack(gp.posteriors)
+    assert stack._batched
+    _assert_stack_matches(stack, gp.posteriors, np.vstack([X[:2], X[:2] + 1e-4]))
+
+
+def test_stack_of_posteriors_on_different_inputs_predicts_them_one_by_one(fitted):
+    gp, X, y, rng = fitted
+    other = GPSurrogate(n_samples=2, n_burn=20, random_state=1).fit(X[:8], y[:8])
+    posteriors = gp.posteriors[:1] + other.posteriors
+    stack = PosteriorStack(posteriors)
+    assert not stack._batched
+    _assert_stack_matches(stack, posteriors, rng.uniform(size=(5, 2)))
+
+
+def test_stack_refuses_posteriors_with_different_target_counts(fitted):
+    gp, _, _, rng = fitted
+    (fantasy, _), *_ = gp.fantasize(rng.uniform(size=(1, 2)), 4, rng)
+    with pytest.raises(ValueError, match="same number of targets"):
+        PosteriorStack([gp.posteriors[0], fantasy])
+    with pytest.raises(ValueError, match="at least one posterior"):
+        PosteriorStack([])
