@@ -167,8 +167,10 @@ class PosteriorStack:
     thousands of times per proposal, and one prediction at a time most of
     that time goes to Python overhead. When the posteriors share their
     training inputs and kernel, the stack computes the inverse of every
-    Cholesky factor once and then predicts all of them with batched matrix
-    products; otherwise it predicts them one after the other. The results
+    Cholesky factor once and then predicts a few points (up to
+    ``_MAX_BATCHED_ROWS``) under all of them with batched matrix products;
+    more points, or posteriors that do not share their inputs, it predicts
+    one posterior after the other. The results
     agree with :meth:`Posterior.predict` to rounding.
 
     Parameters
@@ -191,9 +193,11 @@ class PosteriorStack:
     True
     """
 
-    #: Largest ``(posteriors, points, training points)`` block of one batched
-    #: product (float64 elements, 16 MB); more candidates go in chunks.
-    _MAX_BLOCK = 2_000_000
+    #: Most points predicted in one batched pass. Beyond it Python overhead is
+    #: a small share, and one triangular solve per posterior does half the
+    #: arithmetic of a product with the full inverse and needs no
+    #: ``(points, training points, dimensions)`` temporary.
+    _MAX_BATCHED_ROWS = 64
 
     def __init__(self, posteriors: Sequence[Posterior]) -> None:
         self.posteriors = list(posteriors)
@@ -242,20 +246,13 @@ class PosteriorStack:
         var : ndarray of shape (m, n_posteriors)
         """
         X = _rows(X)
-        if not self._batched:
-            parts = [p.predict(X) for p in self.posteriors]
-            mean = np.stack([mu.reshape(X.shape[0], -1) for mu, _ in parts], axis=1)
-            return mean, np.stack([var for _, var in parts], axis=1)
-        J, n = self._linv.shape[:2]
-        step = max(1, self._MAX_BLOCK // (J * n))
-        means, variances = [], []
-        for i in range(0, X.shape[0], step):
-            mean, var = self._predict_block(X[i : i + step])
-            means.append(mean)
-            variances.append(var)
-        return np.concatenate(means), np.concatenate(variances)
+        if self._batched and X.shape[0] <= self._MAX_BATCHED_ROWS:
+            return self._predict_batched(X)
+        parts = [p.predict(X) for p in self.posteriors]
+        mean = np.stack([mu.reshape(X.shape[0], -1) for mu, _ in parts], axis=1)
+        return mean, np.stack([var for _, var in parts], axis=1)
 
-    def _predict_block(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _predict_batched(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # K[j] = amp_j k_j(U, X): (J, m, n)
         K = self._kernel.evaluate_many(self._thetas, U, self._X)
         K *= self._amp[:, None, None]

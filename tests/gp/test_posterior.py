@@ -91,6 +91,9 @@ def test_fantasies_share_draws_with_the_same_generator(fitted):
         assert np.abs(mean - da).max() < np.abs(da - da.mean()).max() + 1e-9
 
 
+_batched = PosteriorStack._predict_batched
+
+
 def _assert_stack_matches(stack, posteriors, U):
     means, variances = stack.predict(U)
     assert means.shape == (len(U), len(posteriors), stack.n_targets)
@@ -108,10 +111,18 @@ def test_stack_predicts_every_posterior_as_it_would_alone(fitted, monkeypatch):
     stack = PosteriorStack(gp.posteriors)
     assert stack._batched and len(stack) == 3
     U = np.vstack([rng.uniform(size=(40, 2)), X[:3]])
+    calls = []
+    monkeypatch.setattr(
+        PosteriorStack,
+        "_predict_batched",
+        lambda self, U: calls.append(len(U)) or _batched(self, U),
+    )
     _assert_stack_matches(stack, gp.posteriors, U)
-    # many candidates go through in blocks with the same answer
-    monkeypatch.setattr(PosteriorStack, "_MAX_BLOCK", 3 * 12 * 7)
-    _assert_stack_matches(PosteriorStack(gp.posteriors), gp.posteriors, U)
+    assert calls == [len(U)]
+    # many candidates go one posterior at a time, with the same answer
+    many = rng.uniform(size=(PosteriorStack._MAX_BATCHED_ROWS + 1, 2))
+    _assert_stack_matches(stack, gp.posteriors, many)
+    assert calls == [len(U)]
 
 
 def test_stack_of_fantasies_keeps_every_target(fitted):
