@@ -164,13 +164,13 @@ class PosteriorStack:
 
     An acquisition integrated over hyperparameter samples (and over each
     sample's fantasies) predicts every posterior at the same few candidates
-    thousands of times per proposal, and one prediction at a time most of
+    many times per proposal, and one prediction at a time most of
     that time goes to Python overhead. When the posteriors share their
     training inputs and kernel, the stack computes the inverse of every
     Cholesky factor once and then predicts a few points (up to
     ``_MAX_BATCHED_ROWS``) under all of them with batched matrix products;
-    more points, or posteriors that do not share their inputs, it predicts
-    one posterior after the other. The results
+    more points, a single posterior, or posteriors that do not share their
+    inputs, it predicts one posterior after the other. The results
     agree with :meth:`Posterior.predict` to rounding.
 
     Parameters
@@ -212,11 +212,16 @@ class PosteriorStack:
         self.n_targets = targets.pop()
         models = [p._model for p in self.posteriors]
         first = models[0]
-        self._batched = first.X_.shape[0] > 0 and all(
-            m.kernel is first.kernel
-            and m.X_.shape == first.X_.shape
-            and np.array_equal(m.X_, first.X_)
-            for m in models
+        # one posterior alone gains nothing from batching
+        self._batched = (
+            len(models) > 1
+            and first.X_.shape[0] > 0
+            and all(
+                m.kernel is first.kernel
+                and m.X_.shape == first.X_.shape
+                and np.array_equal(m.X_, first.X_)
+                for m in models
+            )
         )
         if not self._batched:
             return

@@ -153,6 +153,7 @@ def test_stack_of_posteriors_on_different_inputs_predicts_them_one_by_one(fitted
     stack = PosteriorStack(posteriors)
     assert not stack._batched
     _assert_stack_matches(stack, posteriors, rng.uniform(size=(5, 2)))
+    assert not PosteriorStack(gp.posteriors[:1])._batched
 
 
 def test_stack_refuses_posteriors_with_different_target_counts(fitted):
