@@ -66,7 +66,8 @@ def log_h(u: Any) -> np.ndarray:
     u = np.asarray(u, dtype=float)
     # every branch is evaluated on clipped input (no warnings, no boolean
     # indexing: this runs in the acquisition optimiser's inner loop), and a
-    # branch no element needs is skipped (NaN fails both tests and takes all)
+    # branch no element needs is skipped (a NaN fails both tests below, so
+    # with one every branch is computed)
     uu = np.maximum(u, -1.0)
     upper = np.log(np.exp(-0.5 * uu * uu) / _SQRT_2PI + uu * ndtr(uu))
     lowest = np.min(u) if u.size else 0.0

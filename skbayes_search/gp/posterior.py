@@ -5,7 +5,8 @@ hyperparameter sample, fitted on standardised targets. Acquisitions and
 strategies read each of them through a :class:`Posterior`, which speaks the
 surrogate's original units (the losses or log costs it was fitted on):
 marginal and joint predictions, cross-covariances, joint samples, the noise
-variance, and conditioning on fantasised outcomes of pending points.
+variance, and conditioning on fantasised outcomes of pending points. A
+:class:`PosteriorStack` predicts many posteriors at the same points at once.
 """
 
 from __future__ import annotations
@@ -164,8 +165,8 @@ class PosteriorStack:
 
     An acquisition integrated over hyperparameter samples (and over each
     sample's fantasies) predicts every posterior at the same few candidates
-    many times per proposal, and one prediction at a time most of
-    that time goes to Python overhead. When the posteriors share their
+    many times per proposal; one posterior at a time, most of that time goes
+    to Python overhead. When the posteriors share their
     training inputs and kernel, the stack computes the inverse of every
     Cholesky factor once and then predicts a few points (up to
     ``_MAX_BATCHED_ROWS``) under all of them with batched matrix products;
