@@ -168,7 +168,8 @@ class PosteriorStack:
     many times per proposal; one posterior at a time, most of that time goes
     to Python overhead. When the posteriors share their
     training inputs and kernel, the stack computes the inverse of every
-    Cholesky factor once and then predicts a few points (up to
+    Cholesky factor once (at its first such prediction) and then predicts a
+    few points (up to
     ``_MAX_BATCHED_ROWS``) under all of them with batched matrix products;
     more points, a single posterior, or posteriors that do not share their
     inputs, it predicts one posterior after the other. The results
@@ -224,16 +225,13 @@ class PosteriorStack:
                 for m in models
             )
         )
+        # the inverse factors are computed at the first batched prediction,
+        # so a stack that only ever predicts many points never pays for them
+        self._linv = self._alpha = None
         if not self._batched:
             return
-        n = first.X_.shape[0]
-        eye = np.eye(n)
         self._X = first.X_
         self._kernel = first.kernel
-        self._linv = np.stack([solve_lower(m.L_, eye) for m in models])
-        z = np.stack([m.z_.reshape(n, -1) for m in models])
-        # mean = m + k L^-T z: the weights L^-T z once, not per prediction
-        self._alpha = np.matmul(self._linv.transpose(0, 2, 1), z)
         self._thetas = np.stack([m.kernel_theta_ for m in models])
         self._amp = np.array([m.amplitude_ for m in models])
         self._mean = np.array([m.mean_ for m in models])
@@ -258,12 +256,24 @@ class PosteriorStack:
         mean = np.stack([mu.reshape(X.shape[0], -1) for mu, _ in parts], axis=1)
         return mean, np.stack([var for _, var in parts], axis=1)
 
+    def _inverse_factors(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every ``L^-1`` and the mean weights ``L^-T z``, computed once."""
+        if self._linv is None:
+            models = [p._model for p in self.posteriors]
+            n = self._X.shape[0]
+            eye = np.eye(n)
+            self._linv = np.stack([solve_lower(m.L_, eye) for m in models])
+            z = np.stack([m.z_.reshape(n, -1) for m in models])
+            self._alpha = np.matmul(self._linv.transpose(0, 2, 1), z)
+        return self._linv, self._alpha
+
     def _predict_batched(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        linv, alpha = self._inverse_factors()
         # K[j] = amp_j k_j(U, X): (J, m, n)
         K = self._kernel.evaluate_many(self._thetas, U, self._X)
         K *= self._amp[:, None, None]
-        mean = self._mean[:, None, None] + np.matmul(K, self._alpha)
-        V = np.matmul(self._linv, K.transpose(0, 2, 1))
+        mean = self._mean[:, None, None] + np.matmul(K, alpha)
+        V = np.matmul(linv, K.transpose(0, 2, 1))
         prior = self._amp[:, None] * self._kernel.diag_many(self._thetas, U)
         var = np.maximum(prior - np.einsum("jnm,jnm->jm", V, V), _VAR_FLOOR)
         loc, scale = self._loc[:, None, None], self._scale[:, None, None]
