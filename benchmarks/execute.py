@@ -8,7 +8,9 @@ so that no run inherits another's warm caches, threads or memory. The spec
 holds the task (name, data directory, max rows, split seed), the method, the
 seed, the budget, ``n_jobs``, the calibrated sizing and a work folder. The
 output holds the finished trials (time, CV score, resource, params), the
-incumbent after each trial, wall time, fit/score seconds and the settings the
+incumbent after each trial, wall time, fit/score seconds, the CPU seconds of
+the search's own process and the share of the machine's CPU time that was
+busy during the search (where ``/proc/stat`` is readable), and the settings the
 method ran with. Nothing here refits or touches the test split.
 """
 
@@ -32,6 +34,27 @@ from .trace import TimedScorer, normalize_params, read_log, trials_from_log
 
 T0_FILE = "t0"
 SCORER_LOG = "scores.jsonl"
+
+
+def machine_ticks() -> tuple[int, int] | None:
+    """The machine's (all, idle) CPU time in clock ticks since boot, from
+    ``/proc/stat`` (None where it is not readable)."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(v) for v in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 5:
+        return None
+    return sum(fields), fields[3] + fields[4]  # idle + iowait
+
+
+def busy_share(before: tuple[int, int] | None, after: tuple[int, int] | None):
+    """Share of the machine's CPU time spent working between two
+    :func:`machine_ticks` readings (None without both)."""
+    if before is None or after is None or after[0] <= before[0]:
+        return None
+    return 1.0 - (after[1] - before[1]) / (after[0] - before[0])
 
 
 def _busy_seconds(cv_results: dict, n_splits: int) -> float:
@@ -175,8 +198,13 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     search, fit_kwargs, settings = method.build(ctx)
     t0 = time.time()
     (work_dir / T0_FILE).write_text(repr(t0))
+    # what the search's own process and the whole machine spent meanwhile:
+    # with cheap fits the search's proposals compete with its workers
+    cpu0, ticks0 = time.process_time(), machine_ticks()
     search.fit(task.X_search, task.y_search, **fit_kwargs)
     wall = time.time() - t0
+    search_cpu = time.process_time() - cpu0
+    machine_busy = busy_share(ticks0, machine_ticks())
 
     n_splits = int(search.n_splits_)
     if method.ours:
@@ -190,6 +218,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         "status": "ok",
         "wall": wall,
         "busy": _busy_seconds(search.cv_results_, n_splits),
+        "search_cpu": search_cpu,
+        "machine_busy": machine_busy,
         "n_splits": n_splits,
         "n_trials": len(trials),
         "n_rows": len(task.y_search),

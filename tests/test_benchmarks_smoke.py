@@ -671,6 +671,24 @@ def test_throughput_pairs_compare_the_same_number_of_trials():
     assert verdict([row]) == (True, pytest.approx(2.0), pytest.approx(0.05))
     assert not verdict([{**row, "ratio": 1.7}])[0]
     assert not verdict([{**row, "best_diff": -0.006}])[0]
+    # records from before the CPU accounting have none
+    assert math.isnan(row["search_ms_1"]) and math.isnan(row["machine_busy_2"])
+    two.update(search_cpu=1.5, machine_busy=0.9)
+    row = pair_row(one, two)
+    assert row["search_ms_2"] == pytest.approx(250.0)  # 1.5 s over six trials
+    assert row["machine_busy_2"] == pytest.approx(0.9)
+
+
+def test_machine_busy_share_from_two_readings():
+    from benchmarks import execute
+
+    # all ticks, then idle + iowait: 400 of 1,000 new ticks idle
+    assert execute.busy_share((1000, 300), (2000, 700)) == pytest.approx(0.6)
+    assert execute.busy_share(None, (2000, 700)) is None
+    assert execute.busy_share((2000, 700), (2000, 700)) is None
+    ticks = execute.machine_ticks()
+    if ticks is not None:  # Linux
+        assert ticks[0] >= ticks[1] >= 0
 
 
 def test_refit_order_puts_every_runs_final_incumbent_first():

@@ -23,8 +23,11 @@ Per (method, seed): trials per second of each run (finished trials / the
 search's wall time), their ratio, and the best CV score among the first N
 trials in finishing order, N being the smaller of the two runs' trial counts
 (the incumbent rule of :func:`benchmarks.metrics.incumbent_indices`: among the
-trials on the largest data fraction seen so far), with the machine's 1-minute
-load when each run started and ended. The target counts as met for a method
+trials on the largest data fraction seen so far), the CPU time of the search's
+own process per trial and the share of the machine's CPU time busy during each
+run (with two workers on two cores the search's process is a third one
+competing for them), and the machine's 1-minute load when each run started and
+ended. The target counts as met for a method
 when the median ratio is at least 1.8 and the median difference of the best
 scores (``n_jobs=2`` minus ``n_jobs=1``) is not below -0.5 pp.
 
@@ -37,6 +40,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import platform
 import shlex
@@ -69,6 +73,19 @@ def best_after(trials: list[dict], n: int) -> float:
     return float(first[idx]["score"]) if idx >= 0 else float("nan")
 
 
+def _search_ms(record: dict) -> float:
+    """CPU milliseconds of the search's own process per finished trial (NaN
+    for records without it)."""
+    cpu = record.get("search_cpu")
+    if cpu is None or not record["n_trials"]:
+        return float("nan")
+    return 1000.0 * float(cpu) / record["n_trials"]
+
+
+def _share(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
 def pair_row(one: dict, two: dict) -> dict[str, Any]:
     """One method and seed: the ``n_jobs=1`` record against the ``n_jobs=2`` one."""
     tps = [r["n_trials"] / r["wall"] for r in (one, two)]
@@ -86,9 +103,17 @@ def pair_row(one: dict, two: dict) -> dict[str, Any]:
         "best_1": best[0],
         "best_2": best[1],
         "best_diff": best[1] - best[0],
+        "search_ms_1": _search_ms(one),
+        "search_ms_2": _search_ms(two),
+        "machine_busy_1": _share(one.get("machine_busy")),
+        "machine_busy_2": _share(two.get("machine_busy")),
         "load_1": f"{one['load_before']:.1f}-{one['load_after']:.1f}",
         "load_2": f"{two['load_before']:.1f}-{two['load_after']:.1f}",
     }
+
+
+def _percent(share: float) -> str:
+    return "-" if math.isnan(share) else f"{100 * share:.0f} %"
 
 
 def verdict(rows: Sequence[dict]) -> tuple[bool, float, float]:
@@ -160,8 +185,10 @@ def write_report(
         "",
         "tps: finished trials per second of the search's wall time. N: the smaller "
         "trial count of the pair; best@N: incumbent CV score after the first N "
-        "trials. Load: 1-minute load average at start-end of each run (the run "
-        "adds about n_jobs).",
+        "trials. Search ms: CPU milliseconds of the search's own process per "
+        "finished trial. Machine: share of the machine's CPU time busy during the "
+        "search (both cores, anything running). Load: 1-minute load average at "
+        "start-end of each run (the run adds about n_jobs).",
         "",
     ]
     for method in methods:
@@ -178,15 +205,17 @@ def write_report(
             f"-{100 * SCORE_TOLERANCE:.1f} pp) **{'MET' if met else 'MISSED'}**.",
             "",
             "| seed | trials 1 / 2 | tps 1 | tps 2 | ratio | N | best@N 1 | "
-            "best@N 2 | load 1 | load 2 |",
-            "|---" * 10 + "|",
+            "best@N 2 | search ms 1 / 2 | machine 1 / 2 | load 1 | load 2 |",
+            "|---" * 12 + "|",
         ]
         for r in mine:
             lines.append(
                 f"| {r['seed']} | {r['trials_1']} / {r['trials_2']} | "
                 f"{r['tps_1']:.2f} | {r['tps_2']:.2f} | {r['ratio']:.2f} | "
                 f"{r['n_compared']} | {100 * r['best_1']:.2f} | "
-                f"{100 * r['best_2']:.2f} | {r['load_1']} | {r['load_2']} |"
+                f"{100 * r['best_2']:.2f} | {r['search_ms_1']:.0f} / "
+                f"{r['search_ms_2']:.0f} | {_percent(r['machine_busy_1'])} / "
+                f"{_percent(r['machine_busy_2'])} | {r['load_1']} | {r['load_2']} |"
             )
         lines.append("")
     path = out / "throughput.md"
