@@ -49,7 +49,9 @@ def machine_ticks() -> tuple[int, int] | None:
     return sum(fields), fields[3] + fields[4]  # idle + iowait
 
 
-def busy_share(before: tuple[int, int] | None, after: tuple[int, int] | None):
+def busy_share(
+    before: tuple[int, int] | None, after: tuple[int, int] | None
+) -> float | None:
     """Share of the machine's CPU time spent working between two
     :func:`machine_ticks` readings (None without both)."""
     if before is None or after is None or after[0] <= before[0]:
