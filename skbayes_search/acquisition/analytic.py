@@ -253,13 +253,14 @@ def make_acquisition(
         members = [(p, np.array([float(y_best)])) for p in posteriors]
 
     bests = np.concatenate([best for _, best in members])
-    with single_blas_thread():
-        stack = PosteriorStack([post for post, _ in members])
-        costs = (
-            PosteriorStack(cost_surrogate.posteriors)
-            if acquisition == "ei_per_second"
-            else None
-        )
+    # building a stack does no arithmetic: its inverse factors are computed
+    # at its first batched prediction, inside func's single BLAS thread
+    stack = PosteriorStack([post for post, _ in members])
+    costs = (
+        PosteriorStack(cost_surrogate.posteriors)
+        if acquisition == "ei_per_second"
+        else None
+    )
 
     def func(U: np.ndarray) -> np.ndarray:
         U = np.atleast_2d(np.asarray(U, dtype=float))
