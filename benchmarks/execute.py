@@ -46,7 +46,8 @@ def machine_ticks() -> tuple[int, int] | None:
         return None
     if len(fields) < 5:
         return None
-    return sum(fields), fields[3] + fields[4]  # idle + iowait
+    # user .. steal; guest and guest_nice are already counted in user and nice
+    return sum(fields[:8]), fields[3] + fields[4]  # idle + iowait
 
 
 def busy_share(
