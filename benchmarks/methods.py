@@ -217,6 +217,7 @@ METHODS: dict[str, Method] = {
         _halving_variant("nolead", lead_share=0.0),
         _halving_variant("subval", subsample_validation=True),
         _halving_variant("init30", n_initial_points=30),
+        _halving_variant("noscreen", n_screened=0),
         Method(
             "bayes",
             True,

@@ -44,6 +44,8 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     ``1 / factor`` of a rung's finished trials climbs to the next rung
     (ASHA, Li et al. 2020), and so does the incumbent from below a rung
     others climbed to; the first to climb to all data is the incumbent.
+    Nothing climbs before ``n_screened`` trials have succeeded on the base
+    rung, as scikit-learn's halving screens its first rung.
     After ``n_initial_points`` random
     configurations, new ones maximise the expected improvement on the base
     rung of one GP over (configuration, subset size) fitted on every trusted
@@ -101,6 +103,13 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         ``1 / factor`` of a rung climbs.
     n_initial_points : int, default=10
         Successful trials before the GP proposes new configurations.
+    n_screened : int, default=10
+        Successful trials before any configuration climbs or a hedge or lead
+        trial starts: the first configurations are screened on the base rung
+        alone, as scikit-learn's halving screens its first rung, so that the
+        first to climb are the top ``1 / factor`` of at least this many, not
+        of the first few to finish. 0: none (as in ASHA, a configuration
+        climbs as soon as its rung has ``factor`` successes).
     random_fraction : float, default=0.2
         Share of the other new configurations drawn at random once the GP
         proposes (with the hedges, about a third of all are random).
@@ -265,6 +274,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         ],
         "factor": [Interval(numbers.Real, 1, None, closed="neither")],
         "n_initial_points": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_screened": [Interval(numbers.Integral, 0, None, closed="left")],
         "random_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
         "hedge_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
         "neighbour_fraction": [Interval(numbers.Real, 0, 1, closed="both")],
@@ -288,6 +298,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         min_resources: str | int = "auto",
         factor: float = 3,
         n_initial_points: int = 10,
+        n_screened: int = 10,
         random_fraction: float = 0.2,
         hedge_fraction: float = 0.2,
         neighbour_fraction: float = 0.0,
@@ -310,6 +321,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         self.min_resources = min_resources
         self.factor = factor
         self.n_initial_points = n_initial_points
+        self.n_screened = n_screened
         self.random_fraction = random_fraction
         self.hedge_fraction = hedge_fraction
         self.neighbour_fraction = neighbour_fraction
@@ -431,7 +443,10 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         # answer there; the measurement is on the benchmarks page
         hedge_rung = min(base + 2, rungs.top - 1)
         lead = None
-        if ctx.n_succeeded() >= self.n_initial_points:
+        # until the screen is done, nothing climbs and nothing starts above
+        # the base rung
+        screened = ctx.n_succeeded() >= self.n_screened
+        if screened and ctx.n_succeeded() >= self.n_initial_points:
             lead = self._lead.rung(ctx, ledger)
         # placeholders of the lead trials: proposed together at the end
         leads: list[Trial] = []
@@ -446,7 +461,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
             ):
                 leads.append(self._trial({}, lead, it, "lead"))
                 continue
-            promotion = ledger.promotion(busy, fits)
+            promotion = ledger.promotion(busy, fits) if screened else None
             if promotion is not None:
                 key, k = promotion
                 busy[key].add(k)
@@ -474,7 +489,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
                 base,
                 rungs.top,
                 fits,
-                hyperband=self.start_rungs == "hyperband",
+                hyperband=screened and self.start_rungs == "hyperband",
                 factor=self.factor,
             )
             if k is None:
@@ -483,6 +498,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
                 (
                     k,
                     k == base
+                    and screened
                     and hedge_rung > base
                     and n_used + 2 <= room
                     and fits(None, hedge_rung)

@@ -613,6 +613,27 @@ def test_asha_bookkeeping(data):
     assert search.best_estimator_.rows_ == N_ROWS
 
 
+@pytest.mark.parametrize("hyperband", [False, True])
+def test_the_first_configurations_are_screened_before_any_climbs(data, hyperband):
+    # as scikit-learn's halving screens its first rung: the first to climb
+    # are the best of n_screened, not of the first three to finish
+    X, y = data
+    kw = dict(n_iter=40, n_initial_points=1000, hedge_fraction=0.5)
+    if hyperband:
+        kw["start_rungs"] = "hyperband"
+    rows = _rows(_search(n_screened=9, **kw).fit(X, y))
+    first = min(r["iter"] for r in rows if r["role"] != "new" or r["rung"] > 0)
+    screened = [r for r in rows if r["iter"] < first]
+    assert len(screened) >= 9
+    assert all(r["role"] == "new" and r["rung"] == 0 for r in screened)
+    # the first promotion is the best configuration screened
+    promoted = next(r for r in rows if r["role"] == "promoted")
+    assert promoted["a"] == max(screened, key=lambda r: r["score"])["a"]
+    # without the screen, something climbs or starts higher among the first 9
+    rows = _rows(_search(n_screened=0, **kw).fit(X, y))
+    assert any(r["role"] != "new" or r["rung"] > 0 for r in rows[:9])
+
+
 def test_finalize_evaluates_the_incumbent_on_all_data(data):
     X, y = data
     # four trials: no configuration climbs to the top rung by promotion
@@ -742,7 +763,11 @@ def _assert_asha_rules_async(search):
 def test_crossing_curves_raise_the_base_rung(data):
     X, y = data
     search = _search(
-        crossing=True, n_iter=90, n_initial_points=1000, hedge_fraction=0.5
+        crossing=True,
+        n_iter=90,
+        n_initial_points=1000,
+        n_screened=0,
+        hedge_fraction=0.5,
     ).fit(X, y)
     # rungs 0 and 1 rank backwards, rungs 2-4 agree
     assert search.base_rung_ == 2
@@ -1066,7 +1091,12 @@ def test_a_young_search_starts_nothing_above_the_base_that_outlasts_it():
 def test_under_max_time_a_promotion_waits_until_the_search_has_run_as_long():
     rungs = Rungs.geometric(n_train=1000, min_rows=20, factor=3)
     search = HalvingBayesSearchCV(
-        Curves(), SPACE, lead_share=0.0, hedge_fraction=0.0, random_state=0
+        Curves(),
+        SPACE,
+        lead_share=0.0,
+        hedge_fraction=0.0,
+        n_screened=0,
+        random_state=0,
     )
 
     def proposed(max_time, elapsed):
