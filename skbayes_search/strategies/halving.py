@@ -445,8 +445,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         lead = None
         # until the screen is done, nothing climbs and nothing starts above
         # the base rung
-        screened = ctx.n_succeeded() >= self.n_screened
-        if screened and ctx.n_succeeded() >= self.n_initial_points:
+        n_succeeded = ctx.n_succeeded()
+        screened = n_succeeded >= self.n_screened
+        if screened and n_succeeded >= self.n_initial_points:
             lead = self._lead.rung(ctx, ledger)
         # placeholders of the lead trials: proposed together at the end
         leads: list[Trial] = []
