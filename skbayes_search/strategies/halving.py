@@ -3,8 +3,9 @@ configurations a GP over (configuration, subset size) proposes, with a hedge
 against misleading small subsets.
 
 Users' page: ``doc/strategies/halving.rst``; the rung bookkeeping lives in
-``skbayes_search/_rungs.py``, the end of the search (the all-data
-evaluation and the answer) in ``_halving_answer.py``.
+``skbayes_search/_rungs.py``, what each proposal evaluates in
+``_halving_plan.py``, the end of the search (the all-data evaluation and
+the answer) in ``_halving_answer.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -25,8 +25,8 @@ from .._trial import SearchContext, Trial
 from .._validation import min_resources_rows
 from ._halving_answer import HalvingAnswer
 from ._halving_lead import LeadRung, auto_share
-from ._halving_model import RungModel, new_configurations
-from ._halving_starts import neighbour, start_rung
+from ._halving_model import RungModel
+from ._halving_plan import RungPlan, rung_trial
 from .bayes import BayesProposer
 
 __all__ = ["HalvingBayesSearchCV"]
@@ -368,13 +368,24 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         self._n_asks = max((t.iter for t in ctx.trials), default=-1) + 1
         if self.fallback_:
             return
-        self._model = RungModel(ctx.n_train, rungs, ctx.space.n_dims, ctx.seed)
         self.lead_share_ = (
             auto_share(ctx.space.n_dims)
             if self.lead_share == "auto"
             else float(self.lead_share)
         )
-        self._lead = LeadRung(self.lead_share_, rungs, ctx.seed)
+        self._plan = RungPlan(
+            rungs,
+            self._ledger,
+            RungModel(ctx.n_train, rungs, ctx.space.n_dims, ctx.seed),
+            LeadRung(self.lead_share_, rungs, ctx.seed),
+            factor=self.factor,
+            n_screened=self.n_screened,
+            n_initial_points=self.n_initial_points,
+            random_fraction=self.random_fraction,
+            hedge_fraction=self.hedge_fraction,
+            neighbour_fraction=self.neighbour_fraction,
+            hyperband=self.start_rungs == "hyperband",
+        )
 
     # -- proposing -----------------------------------------------------------------
     def _ask(self, ctx: SearchContext, n_slots: int) -> list[Trial]:
@@ -410,7 +421,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
             )
         if room <= 0:
             return []
-        trials = self._rung_trials(ctx, n_slots, it, room, seconds)
+        trials = self._plan.trials(ctx, n_slots, it, room, seconds)
         if trials or measured:
             return trials
         # nothing else fits in the time left but the incumbent's all-data
@@ -418,116 +429,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         # searching
         return [] if self._top_running(ctx) else self._final_trials(ctx, it)
 
-    def _rung_trials(
-        self, ctx: SearchContext, n_slots: int, it: int, room: int, seconds: float
-    ) -> list[Trial]:
-        """Promotions and new configurations that fit in ``seconds``."""
-        ledger, rungs = self._ledger, self._rungs
-        if seconds <= 0:
-            return []
-        # under max_time, nothing above the base rung outlasts the search so
-        # far (without it, the clock must not choose the trials)
-        elapsed = math.inf if ctx.max_time is None else ctx.elapsed()
-        fits = ledger.fits_in(seconds, ctx.n_splits, ctx.n_jobs_effective, elapsed)
-        busy: dict[bytes, set[int]] = defaultdict(set)
-        running = list(ctx.X_pending())
-        for t, x in zip(ctx.pending, running):
-            busy[x.tobytes()].add(rungs.of(t.fraction))
-        trials: list[Trial] = []
-        # per new configuration: the rung it starts on, and whether it is a
-        # hedge (then with a probe on the base rung: two trials)
-        starts: list[tuple[int, bool]] = []
-        base = ledger.base
-        # never on all rows: a random setting's fit costs most there (for an
-        # SVC, most for the worst settings), and promotions measure the
-        # answer there; the measurement is on the benchmarks page
-        hedge_rung = min(base + 2, rungs.top - 1)
-        lead = None
-        # until the screen is done, nothing climbs and nothing starts above
-        # the base rung
-        n_succeeded = ctx.n_succeeded()
-        screened = n_succeeded >= self.n_screened
-        if screened and n_succeeded >= self.n_initial_points:
-            lead = self._lead.rung(ctx, ledger)
-        # placeholders of the lead trials: proposed together at the end
-        leads: list[Trial] = []
-        for _ in range(n_slots):
-            n_used = len(trials) + len(leads) + sum(2 if h else 1 for _, h in starts)
-            if n_used >= room:
-                break
-            if (
-                lead is not None
-                and fits(None, lead)
-                and self._lead.due(ctx, ledger, [*trials, *leads])
-            ):
-                leads.append(self._trial({}, lead, it, "lead"))
-                continue
-            promotion = ledger.promotion(busy, fits) if screened else None
-            if promotion is not None:
-                key, k = promotion
-                busy[key].add(k)
-                x = np.frombuffer(key)
-                running.append(x)
-                trials.append(self._trial(ledger.params(key), k, it, "promoted"))
-                point = None
-                if n_used + 1 < room:
-                    point = neighbour(
-                        ctx,
-                        x,
-                        k,
-                        base=base,
-                        top=rungs.top,
-                        probability=self.neighbour_fraction,
-                        running=running,
-                        fits=fits,
-                    )
-                if point is not None:
-                    params = ctx.space.from_unit(point[None, :])[0]
-                    trials.append(self._trial(params, k, it, "neighbour"))
-                continue
-            k = start_rung(
-                ctx,
-                base,
-                rungs.top,
-                fits,
-                hyperband=screened and self.start_rungs == "hyperband",
-                factor=self.factor,
-            )
-            if k is None:
-                break
-            starts.append(
-                (
-                    k,
-                    k == base
-                    and screened
-                    and hedge_rung > base
-                    and n_used + 2 <= room
-                    and fits(None, hedge_rung)
-                    and bool(ctx.rng.random() < self.hedge_fraction),
-                )
-            )
-        for x, value, (k, hedge) in new_configurations(
-            ctx,
-            self._model,
-            self._ledger,
-            running,
-            starts,
-            n_initial_points=self.n_initial_points,
-            random_fraction=self.random_fraction,
-        ):
-            params = ctx.space.from_unit(x[None, :])[0]
-            role = "probe" if hedge else "new"
-            trials.append(self._trial(params, k, it, role, value))
-            if hedge:
-                trials.append(self._trial(params, hedge_rung, it, "hedge", value))
-        if leads:
-            running_trials = [*ctx.pending, *trials]
-            trials += self._lead.propose(ctx, lead, len(leads), it, running_trials)
-        return trials
-
     def _trial(
         self, params: dict, k: int, it: int, role: str, value: float = np.nan
     ) -> Trial:
-        fraction = float(self._rungs.fractions[k])
-        extras = {"role": role, "acquisition_value": float(value)}
-        return Trial(dict(params), fraction, iter=it, extras=extras)
+        return rung_trial(self._rungs, params, k, it, role, value)
