@@ -31,7 +31,7 @@ from ..analysis import (
 )
 from ..gp import GPSurrogate
 from ..optimize import propose_batch
-from ..space._unseen import drop_seen
+from ._tradeoff_grid import FractionGrid
 
 __all__ = ["TradeoffBayesSearchCV"]
 
@@ -322,16 +322,10 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
             raise ValueError(f"alpha must be finite, got {self.alpha!r}")
 
     # ------------------------------------------------------------------
-    # encoding of (configuration, fraction)
+    # setup: the fraction grid (``_tradeoff_grid.py``) and the two GPs
     # ------------------------------------------------------------------
     def _init_search(self, ctx: SearchContext) -> None:
-        self._grid = self._checked_fractions(self.fractions)
-        # one extra unit coordinate, linear in log(fraction), when searched
-        if self._grid.size > 1:
-            logs = np.log(self._grid)
-            self._grid_unit = (logs - logs[0]) / (logs[-1] - logs[0])
-        else:
-            self._grid_unit = np.empty(0)
+        self._grid = FractionGrid(self._checked_fractions(self.fractions))
         self._loss_surrogate = GPSurrogate(
             hyperparameter_sampling=self.hyperparameter_sampling,
             random_state=ctx.seed,
@@ -341,82 +335,6 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
             random_state=ctx.seed + 1,
         )
         self._design: np.ndarray | None = None
-
-    @property
-    def _n_extra(self) -> int:
-        return 1 if self._grid.size > 1 else 0
-
-    def _nearest_grid(self, u: np.ndarray) -> np.ndarray:
-        """Index of the allowed fraction nearest to each unit coordinate."""
-        return np.abs(np.asarray(u)[:, None] - self._grid_unit[None, :]).argmin(axis=1)
-
-    def _snap(self, ctx: SearchContext) -> Callable[[np.ndarray], np.ndarray]:
-        D = ctx.space.n_dims
-
-        def snap(U: np.ndarray) -> np.ndarray:
-            U = np.atleast_2d(np.asarray(U, dtype=float))
-            out = np.empty_like(U)
-            out[:, :D] = ctx.space.snap(U[:, :D])
-            if self._n_extra:
-                out[:, D] = self._grid_unit[self._nearest_grid(U[:, D])]
-            return out
-
-        return snap
-
-    def _encode(self, ctx: SearchContext, pending: bool = False) -> np.ndarray:
-        """Enriched unit points of the finished (or the running) trials."""
-        X = ctx.X_pending() if pending else ctx.X()
-        if not self._n_extra:
-            return X
-        trials = ctx.pending if pending else ctx.trials
-        fractions = np.array([t.fraction for t in trials], dtype=float)
-        idx = np.abs(fractions[:, None] - self._grid[None, :]).argmin(axis=1)
-        return np.hstack([X, self._grid_unit[idx][:, None]])
-
-    def _decode(
-        self, ctx: SearchContext, U: np.ndarray, iteration: int, values: Any = None
-    ) -> list[Trial]:
-        D = ctx.space.n_dims
-        params = ctx.space.from_unit(U[:, :D])
-        if self._n_extra:
-            fracs = self._grid[self._nearest_grid(U[:, D])]
-        else:
-            fracs = np.full(len(U), self._grid[0])
-        if values is None:
-            values = np.full(len(U), np.nan)
-        return [
-            Trial(p, float(f), iter=iteration, extras={"acquisition_value": float(v)})
-            for p, f, v in zip(params, fracs, values)
-        ]
-
-    def _initial_design(self, ctx: SearchContext) -> np.ndarray:
-        """Sobol configurations with a Latin-hypercube column of fractions.
-
-        Fixed by the seed, so the design does not depend on how many trials
-        a batch holds.
-        """
-        if self._design is None:
-            rng = np.random.default_rng(ctx.seed)
-            k = int(self.n_initial_points)
-            U = ctx.space.sample(k, rng)
-            if self._n_extra:
-                strata = (rng.permutation(k) + rng.random(k)) / k
-                U = np.hstack([U, strata[:, None]])
-            self._design = self._snap(ctx)(U)
-        return self._design
-
-    def _random_points(self, ctx: SearchContext, n: int) -> np.ndarray:
-        """Random points neither evaluated nor running (fewer once a finite
-        space runs out)."""
-        m = 16 * n
-        U = ctx.space.sample(m, ctx.rng, method="random")
-        if self._n_extra:
-            U = np.hstack([U, ctx.rng.random((m, 1))])
-        U = self._snap(ctx)(U)
-        return drop_seen(U, np.vstack([self._encode(ctx), self._pending(ctx)]), n)
-
-    def _pending(self, ctx: SearchContext) -> np.ndarray:
-        return self._encode(ctx, pending=True)
 
     # ------------------------------------------------------------------
     # ask
@@ -443,15 +361,19 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
         L, seconds, o = self._current_objective(ctx)
         ok = np.isfinite(L) & np.isfinite(seconds)
         if n_done < self.n_initial_points or ok.sum() < 2:
-            design = self._initial_design(ctx)
+            if self._design is None:
+                self._design = self._grid.initial_design(
+                    ctx, int(self.n_initial_points)
+                )
+            design = self._design
             if n_done < len(design):
                 U = design[n_done : n_done + n_slots]
             else:
                 # too few successes for the GPs: keep exploring at random
-                U = self._random_points(ctx, n_slots)
-            return self._decode(ctx, U, iteration)
+                U = self._grid.random_points(ctx, n_slots)
+            return self._grid.decode(ctx, U, iteration)
 
-        X = self._encode(ctx)
+        X = self._grid.encode(ctx)
         loss = np.where(ok, -L, np.nan)
         loss[~ok] = np.nanmax(loss)  # failures: the worst observed score
         self._loss_surrogate.fit(X, loss)
@@ -481,14 +403,14 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
             n_slots,
             X.shape[1],
             rng=ctx.rng,
-            snap=self._snap(ctx),
+            snap=self._grid.snapper(ctx),
             seeds=seeds,
             exclude=X,
-            pending=self._pending(ctx) if ctx.pending else None,
+            pending=self._grid.encode(ctx, pending=True) if ctx.pending else None,
         )
         if not len(U):
             return []
-        return self._decode(ctx, U, iteration, np.exp(log_values))
+        return self._grid.decode(ctx, U, iteration, np.exp(log_values))
 
     # ------------------------------------------------------------------
     # results and selection
