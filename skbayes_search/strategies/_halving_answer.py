@@ -2,8 +2,8 @@
 answer it returns, and the attributes it leaves.
 
 A mixin of :class:`~skbayes_search.HalvingBayesSearchCV`, which sets up the
-rungs (``_rungs``), their ledger (``_ledger``), the proposal counter
-(``_n_asks``) and ``_trial`` that these methods use. Users' page:
+rungs (``_rungs``), their ledger (``_ledger``) and the proposal counter
+(``_n_asks``) that these methods use. Users' page:
 ``doc/strategies/halving.rst``, "The answer is measured on all data".
 """
 
@@ -20,6 +20,7 @@ from .._failures import (
 from .._loop import final_deadline
 from .._trial import SearchContext, Trial
 from ._halving_model import random_points
+from ._halving_plan import rung_trial
 
 if TYPE_CHECKING:
     from .._rungs import RungLedger, Rungs
@@ -73,7 +74,7 @@ class HalvingAnswer:
             x = random_points(ctx, ctx.X(), 1)
             params = ctx.space.from_unit(x)[0]
         self._final_out_of_reach = False
-        trial = self._trial(params, rungs.top, it, "final")
+        trial = rung_trial(rungs, params, rungs.top, it, "final")
         trial.final = True
         return [trial]
 

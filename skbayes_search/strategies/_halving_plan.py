@@ -36,12 +36,12 @@ def rung_trial(
 class RungPlan:
     """The settings and shared state one proposal is decided from.
 
-    The fields mirror :class:`HalvingBayesSearchCV`'s parameters of the
-    same names; ``ledger``, ``model`` and ``lead`` are the search's rung
-    bookkeeping, rung GP and lead rung.
+    ``ledger``, ``model`` and ``lead`` are the search's rung bookkeeping
+    (with its ladder, ``ledger.rungs``), rung GP and lead rung; the other
+    fields mirror :class:`HalvingBayesSearchCV`'s parameters of the same
+    names, ``hyperband`` standing for ``start_rungs="hyperband"``.
     """
 
-    rungs: Rungs
     ledger: RungLedger
     model: RungModel
     lead: LeadRung
@@ -58,7 +58,8 @@ class RungPlan:
     ) -> list[Trial]:
         """Promotions and new configurations for up to ``n_slots`` free
         slots that fit in ``seconds`` and in ``room`` trials."""
-        ledger, rungs = self.ledger, self.rungs
+        ledger = self.ledger
+        rungs = ledger.rungs
         if seconds <= 0:
             return []
         # under max_time, nothing above the base rung outlasts the search so

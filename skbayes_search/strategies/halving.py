@@ -26,7 +26,7 @@ from .._validation import min_resources_rows
 from ._halving_answer import HalvingAnswer
 from ._halving_lead import LeadRung, auto_share
 from ._halving_model import RungModel
-from ._halving_plan import RungPlan, rung_trial
+from ._halving_plan import RungPlan
 from .bayes import BayesProposer
 
 __all__ = ["HalvingBayesSearchCV"]
@@ -374,7 +374,6 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
             else float(self.lead_share)
         )
         self._plan = RungPlan(
-            rungs,
             self._ledger,
             RungModel(ctx.n_train, rungs, ctx.space.n_dims, ctx.seed),
             LeadRung(self.lead_share_, rungs, ctx.seed),
@@ -428,8 +427,3 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         # evaluation: it starts now, and whatever time it leaves goes on
         # searching
         return [] if self._top_running(ctx) else self._final_trials(ctx, it)
-
-    def _trial(
-        self, params: dict, k: int, it: int, role: str, value: float = np.nan
-    ) -> Trial:
-        return rung_trial(self._rungs, params, k, it, role, value)
