@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ._evaluate import MIN_VALIDATION_ROWS, VALIDATION_ROWS_PER_TRAINING_ROW
 from ._store_json import NOT_SCALAR, plain_scalar
 
 #: Arrays up to this many bytes are hashed whole; larger ones by a row sample.
@@ -208,8 +209,13 @@ def run_fingerprint(
     module docstring for the contents and the cost.
     """
     # only where scores on subsets come from part of the validation rows, so
-    # that every run made before the option existed keeps its fingerprint
-    validation = {"validation_rows": "subsampled"} if subsample_validation else {}
+    # that runs scoring every row keep their fingerprint; the value names the
+    # rule, so that a run scored under another one is not resumed under it
+    rule = (
+        f"at most {VALIDATION_ROWS_PER_TRAINING_ROW} per training row, "
+        f"at least {MIN_VALIDATION_ROWS}"
+    )
+    validation = {"validation_rows": rule} if subsample_validation else {}
     return {
         "X": data_fingerprint(X),
         "y": data_fingerprint(y),

@@ -56,7 +56,8 @@ def _evaluator(subsample_validation, seed=0):
     from skbayes_search._evaluate import TrialEvaluator
 
     rng = np.random.default_rng(5)
-    y = np.repeat([0, 1, 2], [300, 200, 100])
+    # 3-fold: 2,000 training and 1,000 validation rows per split
+    y = np.repeat([0, 1, 2], [1500, 1000, 500])
     X = rng.normal(size=(len(y), 2))
     splits = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
     return TrialEvaluator(
@@ -71,22 +72,36 @@ def _evaluator(subsample_validation, seed=0):
     ), y
 
 
-def test_validation_rows_follow_the_fraction_only_when_asked():
+def test_validation_size_caps_at_twice_the_training_rows_with_a_floor():
+    from skbayes_search._evaluate import validation_size
+
+    assert validation_size(100, 1000) == 500
+    assert validation_size(400, 1000) == 800
+    assert validation_size(600, 1000) == 1000
+    assert validation_size(10, 300) == 300
+
+
+def test_validation_rows_are_subsampled_only_when_asked():
     full, y = _evaluator(False)
     part, _ = _evaluator(True)
-    for fraction in (0.1, 0.3):
-        for (tr_f, te_f), (tr_p, te_p), big in zip(
-            full.subset_splits(fraction),
-            part.subset_splits(fraction),
-            part.subset_splits(3 * fraction),
+    previous = None
+    # 100, 400 and 600 training rows per split: 500, 800 and all 1,000
+    for fraction, expected in ((0.05, 500), (0.2, 800), (0.3, 1000)):
+        sizes = []
+        for (tr_f, te_f), (tr_p, te_p) in zip(
+            full.subset_splits(fraction), part.subset_splits(fraction)
         ):
             # the training subsets are those of a search scoring every row
             np.testing.assert_array_equal(tr_f, tr_p)
-            assert len(te_f) == 200
-            assert len(te_p) == subset_size(fraction, 200)
-            # nested, inside the split's validation rows, stratified
-            assert set(te_p) < set(big[1]) < set(te_f)
+            assert len(te_f) == 1000 and set(te_p) <= set(te_f)
+            sizes.append(len(te_p))
             counts = np.bincount(y[te_p], minlength=3)
             assert np.all(np.abs(counts - np.array([3, 2, 1]) / 6 * len(te_p)) <= 2)
+        assert sizes == [expected] * 3
+        current = [set(te) for _, te in part.subset_splits(fraction)]
+        if previous is not None:
+            # nested: a larger trial's validation rows hold a smaller one's
+            assert all(a < b for a, b in zip(previous, current))
+        previous = current
     for (_, te_f), (_, te_p) in zip(full.subset_splits(1.0), part.subset_splits(1.0)):
         np.testing.assert_array_equal(te_f, te_p)

@@ -157,14 +157,18 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         one counts one per choice), where its 8 trials give its GP 4 per
         dimension, else 0 (with more parameters its trials are too few for
         its GP; see the users' guide). The share used is ``lead_share_``.
-    subsample_validation : bool, default=False
-        Score a trial on a share of the training rows on the same share of
-        each split's validation rows (a nested, stratified subset), as
-        scikit-learn's halving searches do; trials on all data are scored on
-        every validation row. Cheaper where scoring costs more than fitting
-        on small subsets, at the price of noisier scores there (the users'
-        guide gives the measurements). A stored run resumes only with the
-        setting it was made with.
+    subsample_validation : bool, default=True
+        Score a trial on part of the training rows on at most twice as many
+        of each split's validation rows, and at least 500 (a nested,
+        stratified subset; all of them where a split has fewer), as
+        scikit-learn's halving searches score a subset on a share of its
+        rows; trials on half the validation rows' count or more, and on all
+        data, are scored on every validation row. It makes the smallest
+        rungs cheaper where scoring costs more than fitting there (kernel
+        machines on many validation rows), at the price of noisier scores
+        there; ``False`` scores every trial on every validation row (the
+        users' guide gives the measurements). A stored run resumes only
+        with the setting it was made with.
     scoring, refit, cv, verbose, pre_dispatch, return_train_score : optional
         As in :class:`~skbayes_search.BayesSearchCV`; ``best_estimator_`` is
         refitted on all data.
@@ -304,7 +308,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         neighbour_fraction: float = 0.0,
         start_rungs: str = "base",
         lead_share: float | str = "auto",
-        subsample_validation: bool = False,
+        subsample_validation: bool = True,
         scoring: Any = None,
         n_jobs: int | None = None,
         refit: bool | str | Any = True,

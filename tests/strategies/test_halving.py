@@ -656,9 +656,9 @@ def _n_validation_rows(estimator, X, y):
 
 
 @pytest.mark.parametrize("subsample", [True, False])
-def test_trials_on_subsets_are_scored_on_as_many_validation_rows(subsample):
-    # cv=3 on 600 rows: 400 training and 200 validation rows per split
-    X, y = make_classification(n_samples=600, random_state=0)
+def test_trials_on_subsets_are_scored_on_at_most_twice_their_rows(subsample):
+    # cv=3 on 3,000 rows: 2,000 training and 1,000 validation rows per split
+    X, y = make_classification(n_samples=3000, random_state=0)
     search = HalvingBayesSearchCV(
         LogisticRegression(),
         {"C": Real(1e-2, 1e2, prior="log-uniform")},
@@ -671,11 +671,15 @@ def test_trials_on_subsets_are_scored_on_as_many_validation_rows(subsample):
         subsample_validation=subsample,
     ).fit(X, y)
     res = search.cv_results_
-    assert set(res["n_resources"]) > {20, 400}
-    for fraction, n_rows in zip(res["resource_fraction"], res["split0_test_score"]):
-        expected = round(fraction * 200) if subsample else 200
-        assert n_rows == max(expected, 2)
-    assert res["split0_test_score"][search.best_index_] == 200
+    assert set(res["n_resources"]) > {20, 2000}
+    seen = set()
+    for n_train, n_rows in zip(res["n_resources"], res["split0_test_score"]):
+        expected = min(1000, max(500, 2 * n_train)) if subsample else 1000
+        assert n_rows == expected
+        seen.add(n_rows)
+    if subsample:
+        assert 500 in seen and 1000 in seen
+    assert res["split0_test_score"][search.best_index_] == 1000
 
 
 def test_max_time_ends_with_a_measurement_on_all_data(data):
