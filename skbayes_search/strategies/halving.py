@@ -160,10 +160,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     subsample_validation : bool, default=True
         Score a trial on part of the training rows on at most twice as many
         of each split's validation rows, and at least 500 (a nested,
-        stratified subset; all of them where a split has fewer), as
-        scikit-learn's halving searches score a subset on a share of its
-        rows; trials on half the validation rows' count or more, and on all
-        data, are scored on every validation row. It makes the smallest
+        stratified subset; all of them where a split has fewer); trials on
+        half the validation rows' count or more, and on all data, are
+        scored on every validation row. It makes the smallest
         rungs cheaper where scoring costs more than fitting there (kernel
         machines on many validation rows), at the price of noisier scores
         there; ``False`` scores every trial on every validation row (the
