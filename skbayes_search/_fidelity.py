@@ -154,7 +154,8 @@ def find_tie(scores: Sequence[float], keep: float) -> Tie | None:
     -------
     Tie or None
         A tie at the best when more than ``keep`` of the scores (and more
-        than one) tie with the best, else one below it when more than half
+        than two: two close scores are a coincidence, not a plateau) tie
+        with the best, else one below it when more than half
         of them tie with each other: lie within :data:`TIE_SHARE` of the
         scores' range. A plateau of trivial models is rarely exact: a
         setting that gets one more validation row right stands a hair
@@ -176,7 +177,7 @@ def find_tie(scores: Sequence[float], keep: float) -> Tie | None:
     best = float(s[-1])
     tolerance = max(TIE_SHARE * float(np.ptp(s)), 1e-12)
     first = int(np.searchsorted(s, best - tolerance, side="left"))
-    if s.size - first > max(1.0, keep * s.size):
+    if s.size - first > max(2.0, keep * s.size):
         return Tie(True, float(s[first]), best, best)
     # the most scores within one tolerance of each other
     ends = np.searchsorted(s, s + tolerance, side="right")

@@ -207,30 +207,27 @@ class RungLedger(RungCosts):
             tie = find_tie(
                 [self._scores[self.base][key] for key in random], 1.0 / self.factor
             )
-            if tie is None or (not tie.at_best and self._tie_holds_higher(tie)):
+            if tie is None or (not tie.at_best and not self._tie_lifted(tie)):
                 break
             self.base += 1
             self.base_trajectory.append((float(elapsed), self.base))
 
-    def _tie_holds_higher(self, tie: Tie) -> bool:
-        """Whether the base rung's configurations on a plateau below its best
-        stayed below that best on every higher rung they were measured on
-        (and at least one was): then more rows do not lift them, the plateau
-        is the settings' own (an SVC with a tiny ``C`` scores chance on any
-        number of rows), and the rung ranks those above it well enough."""
+    def _tie_lifted(self, tie: Tie) -> bool:
+        """Whether a configuration of the base rung's plateau below its best
+        scored at least that best on a higher rung: more rows lift the
+        plateau, so the rung ranks what can fit on so few rows. Until one
+        is measured higher the plateau may be the settings' own (an SVC with
+        a tiny ``C`` scores chance on any number of rows), and the rung
+        ranks those above it well enough."""
         k = self.base
-        measured = False
         for key, score in self._scores[k].items():
             if not tie.low <= score <= tie.high:
                 continue
             for j in self._done[key]:
                 higher = self._scores[j].get(key, math.nan)
-                if j <= k or not math.isfinite(higher):
-                    continue
-                if higher >= tie.best:
-                    return False
-                measured = True
-        return measured
+                if j > k and math.isfinite(higher) and higher >= tie.best:
+                    return True
+        return False
 
     def _skip_cheap_rungs(self, elapsed: float) -> None:
         # a base rung whose step up costs little more screens fewer

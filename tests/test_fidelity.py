@@ -115,6 +115,8 @@ def test_find_tie_counts_near_ties_against_the_kept_share():
     assert find_tie(plateau, keep=1 / 2) is None
     # a clear best and a spread below it choose fine
     assert find_tie([0.80, 0.75, 0.70, 0.66, 0.66, 0.66], keep=1 / 3) is None
+    # two good settings close together among chance scores are no plateau
+    assert find_tie([0.168, 0.532, 0.673, 0.094, 0.678], keep=1 / 3) is None
 
 
 def test_find_tie_when_most_scores_share_a_plateau_below_the_best():

@@ -1215,6 +1215,11 @@ def test_a_rung_where_most_settings_tie_below_the_best_is_skipped():
     assert ledger.base == 0  # three of six: half, not most
     trials.append(_record(0.5, 0, 0.7601, "new", rungs))
     ledger.absorb(trials)
+    assert ledger.base == 0  # most on the plateau, but none measured higher
+    # a plateau setting scores the best on more rows: the rung misranks it
+    trials.append(_record(0.1, 1, 0.83, "promoted", rungs))
+    trials.append(_record(0.6, 0, 0.76, "new", rungs))  # judged at the next
+    ledger.absorb(trials)
     assert ledger.base == 1
     assert [b for _, b in ledger.base_trajectory] == [0, 1]
 
@@ -1222,7 +1227,7 @@ def test_a_rung_where_most_settings_tie_below_the_best_is_skipped():
 @pytest.mark.parametrize(
     ("higher", "base"),
     [
-        ([], 1),  # nothing measured higher: skipped, as above
+        ([], 0),  # nothing measured higher: no evidence the rung misranks
         ([0.09], 0),  # the plateau holds on more rows: the settings' own
         ([0.09, 0.40], 0),  # more rows lift it, but not to the best
         ([0.09, 0.66], 1),  # a plateau setting scores the best: it was hidden
