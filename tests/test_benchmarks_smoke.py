@@ -749,6 +749,28 @@ def test_incumbent_replay_raw_rule_lets_a_lead_trial_displace_and_scaled_does_no
     assert judge(scaled, scores, 85.0, 10.0)["drops"] == 0
 
 
+def test_lead_mean_study_pins_the_loss_gp_mean_at_the_worst_loss():
+    import skbayes_search.gp.surrogate as surrogate
+    from benchmarks.studies.lead_mean import _loss_surrogate
+    from skbayes_search.gp.inference import LogPosterior
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(8, 2))
+    y = np.sin(4 * X[:, 0]) + X[:, 1]
+    sampled = _loss_surrogate(None, seed=0).fit(X, y)
+    pinned = _loss_surrogate(1.0, seed=0).fit(X, y)
+    worst = (y.max() - y.mean()) / y.std()
+    # the constant mean of every posterior sample, in standardised units
+    assert np.allclose(pinned.thetas_[:, 0], worst, atol=0.25)
+    assert np.all(np.abs(sampled.thetas_[:, 0] - worst) > 0.5)
+    # far from every trial the pinned GP predicts the worst loss
+    far = np.array([[3.0, 3.0]])
+    assert pinned.predict_mean(far).mean() > y.max() - 0.3 * y.std()
+    assert sampled.predict_mean(far).mean() < y.max() - 0.5 * y.std()
+    # the library's posterior is back in place after the fit
+    assert surrogate.LogPosterior is LogPosterior
+
+
 def test_every_method_builds_a_search_with_valid_parameters():
     # the smoke run skips the default's variants, so a renamed option of
     # theirs must fail here
