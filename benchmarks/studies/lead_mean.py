@@ -50,7 +50,7 @@ import numpy as np
 import skbayes_search.gp.surrogate as _surrogate
 from skbayes_search.gp.inference import MEAN_PRIOR_SD, LogPosterior
 
-from .lead_prior import _GRID
+from .lead_prior import _GRID, grid_context
 
 _PIN_SD = 0.05
 _N_INITIAL = 3
@@ -120,38 +120,14 @@ def replay_one(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One lead-rung BO run on a surface: the best score after each trial,
     whether each trial sat on a floor bound, and each trial's seconds."""
-    from skbayes_search._trial import SearchContext, TrialRecord
+    from skbayes_search._trial import TrialRecord
     from skbayes_search.gp import Matern52
-    from skbayes_search.space import Real, SearchSpace
     from skbayes_search.strategies._halving_lead import LEAD_LENGTH_PRIOR
     from skbayes_search.strategies.bayes import BayesProposer
 
-    lc, lg = np.asarray(grid["log_C"]), np.asarray(grid["log_gamma"])
+    # max_time only switches EI per second's cost model on
+    lc, lg, score, secs, space, ctx = grid_context(grid, seed, n_trials, 1e9)
     n = len(lc)
-    score = np.full((n, n), np.nan)
-    secs = np.full((n, n), np.nan)
-    for key, (s, t) in grid["points"].items():
-        i, j = map(int, key.split(","))
-        score[i, j], secs[i, j] = s, t
-    space = SearchSpace(
-        {
-            "C": Real(10.0 ** lc[0], 10.0 ** lc[-1], prior="log-uniform"),
-            "gamma": Real(10.0 ** lg[0], 10.0 ** lg[-1], prior="log-uniform"),
-        }
-    )
-    # max_time only switches EI per second's cost model on; nothing is timed
-    ctx = SearchContext(
-        space=space,
-        rng=np.random.default_rng(seed),
-        seed=seed,
-        n_train=1000,
-        n_classes=2,
-        n_splits=3,
-        budget=n_trials,
-        max_time=1e9,
-        n_jobs_effective=1,
-        start_time=0.0,
-    )
     proposer = BayesProposer(
         acquisition="ei_per_second",
         hyperparameter_sampling="mcmc",

@@ -154,30 +154,22 @@ def _explorer(how: str) -> type:
     return Explorer
 
 
-def replay_one(
-    grid: dict,
-    variant: tuple[float, float | None],
-    seed: int,
-    n_trials: int,
-    explore_ties: bool = False,
-    explore: str | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """One BO run on a surface: best score after each trial, and for each
-    trial whether it sat on a bound of C or gamma. ``explore_ties``: the
-    proposer's rule of random proposals on a plateau (off: as the prior's
-    comparison was measured). ``explore``: with the rule on, how its points
-    are chosen (the GP then sees each proposal where it was made)."""
-    from skbayes_search._trial import SearchContext, TrialRecord
-    from skbayes_search.gp import GPSurrogate
+def grid_context(
+    grid: dict, seed: int, n_trials: int, max_time: float | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any, Any]:
+    """A surface's grid axes (log10 C, log10 gamma), its scores and fit
+    seconds as (C, gamma) arrays, and the search space and an empty search
+    context a proposer replays on (``max_time`` only switches a cost model
+    on; nothing is timed)."""
+    from skbayes_search._trial import SearchContext
     from skbayes_search.space import Real, SearchSpace
-    from skbayes_search.strategies.bayes import BayesProposer
 
     lc, lg = np.asarray(grid["log_C"]), np.asarray(grid["log_gamma"])
-    n = len(lc)
-    S = np.full((n, n), np.nan)
-    for key, (score, _) in grid["points"].items():
+    score = np.full((len(lc), len(lg)), np.nan)
+    secs = np.full((len(lc), len(lg)), np.nan)
+    for key, (s, t) in grid["points"].items():
         i, j = map(int, key.split(","))
-        S[i, j] = score
+        score[i, j], secs[i, j] = s, t
     space = SearchSpace(
         {
             "C": Real(10.0 ** lc[0], 10.0 ** lc[-1], prior="log-uniform"),
@@ -192,10 +184,32 @@ def replay_one(
         n_classes=2,
         n_splits=3,
         budget=n_trials,
-        max_time=None,
+        max_time=max_time,
         n_jobs_effective=1,
         start_time=0.0,
     )
+    return lc, lg, score, secs, space, ctx
+
+
+def replay_one(
+    grid: dict,
+    variant: tuple[float, float | None],
+    seed: int,
+    n_trials: int,
+    explore_ties: bool = False,
+    explore: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One BO run on a surface: best score after each trial, and for each
+    trial whether it sat on a bound of C or gamma. ``explore_ties``: the
+    proposer's rule of random proposals on a plateau (off: as the prior's
+    comparison was measured). ``explore``: with the rule on, how its points
+    are chosen (the GP then sees each proposal where it was made)."""
+    from skbayes_search._trial import TrialRecord
+    from skbayes_search.gp import GPSurrogate
+    from skbayes_search.strategies.bayes import BayesProposer
+
+    lc, lg, S, _, space, ctx = grid_context(grid, seed, n_trials)
+    n = len(lc)
     cls = BayesProposer if explore is None else _explorer(explore)
     proposer = cls(
         acquisition="ei",
