@@ -89,6 +89,9 @@ class _PinnedMean(LogPosterior):
 
 @contextlib.contextmanager
 def _pinned(q: float) -> Iterator[None]:
+    # The library has no option for a held mean (it was measured here and
+    # not adopted), so the study swaps the surrogate module's log posterior
+    # for the length of one fit.
     cls = type("_Pinned", (_PinnedMean,), {"q": q})
     _surrogate.LogPosterior = cls
     try:
