@@ -49,11 +49,16 @@ import numpy as np
 
 import skbayes_search.gp.surrogate as _surrogate
 from skbayes_search.gp.inference import MEAN_PRIOR_SD, LogPosterior
+from skbayes_search.strategies._halving_lead import (
+    _MCMC_UNTIL,
+    _N_INITIAL,
+    LEAD_LENGTH_PRIOR,
+    lead_acquisition,
+)
 
 from .lead_prior import _GRID, grid_context
 
 _PIN_SD = 0.05
-_N_INITIAL = 3
 _CHECKPOINTS = (5, 8, 12, 20)
 
 
@@ -104,7 +109,6 @@ def _loss_surrogate(q: float | None, seed: int) -> Any:
     """The lead's loss GP, its mean pinned at the ``q`` quantile (None: the
     library's sampled mean)."""
     from skbayes_search.gp import GPSurrogate, Matern52
-    from skbayes_search.strategies._halving_lead import LEAD_LENGTH_PRIOR
 
     kernel = Matern52(log_length_prior=LEAD_LENGTH_PRIOR)
     if q is None:
@@ -125,18 +129,18 @@ def replay_one(
     whether each trial sat on a floor bound, and each trial's seconds."""
     from skbayes_search._trial import TrialRecord
     from skbayes_search.gp import Matern52
-    from skbayes_search.strategies._halving_lead import LEAD_LENGTH_PRIOR
     from skbayes_search.strategies.bayes import BayesProposer
 
     # max_time only switches EI per second's cost model on
     lc, lg, score, secs, space, ctx = grid_context(grid, seed, n_trials, 1e9)
     n = len(lc)
+    # the lead's own settings, so that the replay follows the lead
     proposer = BayesProposer(
-        acquisition="ei_per_second",
+        acquisition=lead_acquisition(timed=True),
         hyperparameter_sampling="mcmc",
         n_initial_points=_N_INITIAL,
         seed=seed,
-        mcmc_until=40,
+        mcmc_until=_MCMC_UNTIL,
         kernel=Matern52(log_length_prior=LEAD_LENGTH_PRIOR),
     )
     proposer.surrogate = _loss_surrogate(q, seed)
