@@ -138,7 +138,8 @@ def pooled_figures(
     :func:`~benchmarks.race_targets.summarise` cell over its own seeds, with
     the pool's best score and target."""
     best, winner = report.best_test_score(records, refits)
-    if not best >= best_at_least:
+    # a NaN best (nothing refit yet) is not raised: the target stays unknown
+    if best_at_least > best:
         best, winner = best_at_least, "outside the pool"
     threshold = target_threshold(best, bool(info["classification"]))
     rows: dict[str, list[dict]] = defaultdict(list)
