@@ -165,6 +165,12 @@ def _secs(x: float) -> str:
     return f"{x:.3g}" if np.isfinite(x) else "never"
 
 
+def _seed_text(seeds: list[int]) -> str:
+    if seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]} ({len(seeds)})"
+    return f"{', '.join(map(str, seeds))} ({len(seeds)})"
+
+
 def markdown(fig: dict[str, Any], recommended: str) -> str:
     """The pooled table and the three targets' verdicts for this row."""
     lines = [
@@ -184,7 +190,7 @@ def markdown(fig: dict[str, Any], recommended: str) -> str:
         reached = sum(bool(np.isfinite(t)) for t in ttts)
         note = f", {pending} refits pending" if pending else ""
         lines.append(
-            f"| {m} | {seeds[0]}-{seeds[-1]} ({len(seeds)}) "
+            f"| {m} | {_seed_text(seeds)} "
             f"| {_pct(median_spread(finals)[0])} [{', '.join(map(_pct, finals))}] "
             f"| {_secs(median_spread(ttts)[0])} [{', '.join(map(_secs, ttts))}] "
             f"({reached}/{len(rows)}{note}) "
@@ -214,7 +220,8 @@ def markdown(fig: dict[str, Any], recommended: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring)."""
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.pool", description=__doc__.split("\n")[0]
+        prog="python -m benchmarks.pool",
+        description=" ".join(__doc__.split("\n\n")[0].split()),
     )
     p.add_argument("sources", nargs="+", help="FOLDER:METHOD[,METHOD...]")
     p.add_argument("--task", required=True)
