@@ -64,7 +64,8 @@ def parse_source(text: str) -> tuple[Path, list[str]]:
 
 
 def _budget_files(folder: Path, budget: float) -> dict[str, Any]:
-    """One budget's archived files of ``folder``, those on disk winning."""
+    """One budget's archived files of ``folder``, those on disk winning (a
+    refit cache on disk adds to the archive's, as ``archive restore`` does)."""
     name = f"budget-{budget:g}"
     files: dict[str, Any] = {}
     archive = folder / ARCHIVE
@@ -72,7 +73,10 @@ def _budget_files(folder: Path, budget: float) -> dict[str, Any]:
         with gzip.open(archive, "rb") as fh:
             files.update(json.loads(fh.read()).get(name, {}))
     if (folder / name).is_dir():
-        files.update(collect(folder).get(name, {}))
+        for rel, data in collect(folder).get(name, {}).items():
+            if rel.startswith("refits/"):
+                data = {**files.get(rel, {}), **data}
+            files[rel] = data
     if not files:
         raise ValueError(f"{folder}: no records for budget {budget:g} s")
     return files
@@ -116,7 +120,7 @@ def load_pool(
 
 
 def unscored(records: list[dict], refits: dict) -> list[tuple[dict, float]]:
-    """Incumbents no cache holds, in time order, each once."""
+    """Incumbents no cache holds, each once, run by run in time order."""
     out: dict[str, tuple[dict, float]] = {}
     for rec in records:
         for inc in rec.get("incumbents", []):

@@ -75,6 +75,11 @@ def test_pool_takes_each_method_from_its_source_and_medians_its_own_seeds(tmp_pa
     assert "(b) against halving: met 1 s vs halving 3 s" in md
     assert "(c) 10x sooner than bayes: met 1 s vs bayes 40 s (40.00x)" in md
 
+    # a refit made here since the archive adds to the archive's cache
+    _write(old / "budget-60" / "refits" / "svc-t.json", {"k": {"test_score": 0.5}})
+    merged = load_pool(sources, "svc-t", 60.0)[1]
+    assert "k" in merged and incumbent_key({"x": 2}, 1.0) in merged
+
     # a best reached outside the pool raises the target past every run
     higher = pooled_figures(records, refits, info, 60.0, 2, best_at_least=0.97)
     assert higher["threshold"] == pytest.approx(0.965)
