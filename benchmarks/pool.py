@@ -138,8 +138,8 @@ def pooled_figures(
     n_jobs: int,
     best_at_least: float = -math.inf,
 ) -> dict[str, Any]:
-    """Per method its rows (:func:`benchmarks.race_targets.run_row`) and the
-    :func:`~benchmarks.race_targets.summarise` cell over its own seeds, with
+    """Per method its seeds and the :func:`~benchmarks.race_targets.summarise`
+    cell of its runs' rows (:func:`~benchmarks.race_targets.run_row`), with
     the pool's best score and target."""
     best, winner = report.best_test_score(records, refits)
     # a NaN best (nothing refit yet) is not raised: the target stays unknown
@@ -149,14 +149,13 @@ def pooled_figures(
     rows: dict[str, list[dict]] = defaultdict(list)
     for rec in records:
         rows[rec["method"]].append(run_row(rec, refits, threshold, budget, n_jobs))
-    cells = {
-        m: summarise(r, sorted(x["seed"] for x in r)) for m, r in sorted(rows.items())
-    }
+    seeds = {m: sorted(x["seed"] for x in r) for m, r in sorted(rows.items())}
+    cells = {m: summarise(rows[m], seeds[m]) for m in seeds}
     return {
         "best": best,
         "winner": winner,
         "threshold": threshold,
-        "rows": dict(rows),
+        "seeds": seeds,
         "cells": cells,
     }
 
@@ -185,24 +184,21 @@ def markdown(fig: dict[str, Any], recommended: str) -> str:
         "median [by seed] (reached) | load start -> end | trials |",
         "|---|---|---|---|---|---|",
     ]
-    for m, rows in sorted(fig["rows"].items(), key=lambda kv: kv[0] != recommended):
-        rows = sorted(rows, key=lambda r: r["seed"])
-        seeds = [r["seed"] for r in rows]
-        finals = [r["final"] for r in rows]
-        ttts = [r["ttt"] for r in rows]
-        pending = sum(not r["scored"] for r in rows)
+    cells, methods = fig["cells"], list(fig["cells"])
+    for m in sorted(methods, key=lambda m: m != recommended):
+        c = cells[m]  # every list in seed order
+        finals, ttts = c["final"], c["ttt"]
         reached = sum(bool(np.isfinite(t)) for t in ttts)
-        note = f", {pending} refits pending" if pending else ""
+        note = f", {c['refits_pending']} refits pending" if c["refits_pending"] else ""
         lines.append(
-            f"| {m} | {_seed_text(seeds)} "
+            f"| {m} | {_seed_text(fig['seeds'][m])} "
             f"| {_pct(median_spread(finals)[0])} [{', '.join(map(_pct, finals))}] "
             f"| {_secs(median_spread(ttts)[0])} [{', '.join(map(_secs, ttts))}] "
-            f"({reached}/{len(rows)}{note}) "
-            f"| {np.nanmedian([r['load_before'] for r in rows]):.1f} -> "
-            f"{np.nanmedian([r['load_after'] for r in rows]):.1f} "
-            f"| {int(np.median([r['n_trials'] for r in rows]))} |"
+            f"({reached}/{c['runs']}{note}) "
+            f"| {np.nanmedian(c['load_before']):.1f} -> "
+            f"{np.nanmedian(c['load_after']):.1f} "
+            f"| {int(np.median(c['n_trials']))} |"
         )
-    cells, methods = fig["cells"], list(fig["cells"])
     checks = {}
     if recommended in cells:
         checks["(a) final test accuracy"] = final_accuracy_check(
