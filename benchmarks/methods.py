@@ -220,6 +220,7 @@ METHODS: dict[str, Method] = {
         _halving_variant("fullval", subsample_validation=False),
         _halving_variant("init30", n_initial_points=30),
         _halving_variant("noscreen", n_screened=0),
+        _halving_variant("min1000", min_resources=1000),
         Method(
             "bayes",
             True,

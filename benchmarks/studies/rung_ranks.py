@@ -1,0 +1,145 @@
+"""Do a halving search's rungs rank settings as all the data does?
+
+Usage (from the repository root)::
+
+    python -m benchmarks.studies.rung_ranks \\
+        --folder benchmarks/results/2026-12-06-hgb-connect4-60 --budget 60 \\
+        --task hgb-connect_4 --method halving-bayes-min1000 \\
+        --cache /tmp/rung-ranks --refit
+
+Every setting a run of ``--method`` measured on a rung of at least
+``--min-rows`` rows is refit on all search rows and scored on the test split
+(into ``--cache``, never into the folder, whose best refit defines the race's
+targets). Per run and rung: the trials there, Kendall's tau-b between their
+CV scores on the rung and their settings' test accuracy, the test accuracy of
+the rung's best trial and the best test accuracy among its settings. A tau
+near 1 means the rung orders settings as all the data does; a rung's best
+trial testing well below its best setting means the rung chose wrongly.
+Runs come from the race folder's records on disk (an archive keeps no
+trials: restore it first with ``python -m benchmarks.archive restore``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import kendalltau
+
+from ..refit import incumbent_key, refit_incumbents
+from ..tasks import load_task
+
+
+def rung_table(
+    run: dict[str, Any], scores: dict[str, dict], min_rows: int
+) -> list[dict[str, Any]]:
+    """One row per rung of at least ``min_rows`` rows of ``run``: ``rows``,
+    ``n`` (successful trials with a test score), ``tau``, ``best_test`` (the
+    rung's best trial's setting) and ``max_test`` (the best of its
+    settings); rungs without a test score for every trial are left out."""
+    by_rung: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    missing: set[int] = set()
+    for t in run["trials"]:
+        score = t["score"]
+        rows = int(t["resource"])
+        if rows < min_rows or score is None or not math.isfinite(score):
+            continue
+        refit = scores.get(incumbent_key(t["params"], 1.0))
+        if refit is None:
+            missing.add(rows)
+            continue
+        by_rung[rows].append((float(score), float(refit["test_score"])))
+    table = []
+    for rows in sorted(set(by_rung) - missing):
+        pairs = by_rung[rows]
+        cv = [p[0] for p in pairs]
+        test = [p[1] for p in pairs]
+        tau = kendalltau(cv, test)[0] if len(pairs) >= 3 else math.nan
+        best = max(range(len(pairs)), key=lambda i: cv[i])
+        table.append(
+            {
+                "rows": rows,
+                "n": len(pairs),
+                "tau": float(tau),
+                "best_test": test[best],
+                "max_test": max(test),
+            }
+        )
+    return table
+
+
+def wanted(runs: list[dict[str, Any]], scores: dict, min_rows: int) -> list:
+    """``(params, 1.0)`` of every setting measured successfully on a rung of
+    at least ``min_rows`` rows that ``scores`` lacks, each once."""
+    out, seen = [], set()
+    for run in runs:
+        for t in run["trials"]:
+            key = incumbent_key(t["params"], 1.0)
+            score = t["score"]
+            if (
+                int(t["resource"]) >= min_rows
+                and score is not None
+                and math.isfinite(score)
+                and key not in scores
+                and key not in seen
+            ):
+                seen.add(key)
+                out.append((t["params"], 1.0))
+    return out
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return "-" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--folder", required=True, help="a race folder")
+    p.add_argument("--budget", required=True, help="its budget, seconds")
+    p.add_argument("--task", required=True)
+    p.add_argument("--method", default="halving-bayes")
+    p.add_argument("--min-rows", type=int, default=1, help="smallest rung studied")
+    p.add_argument("--cache", required=True, help="folder of the study's refits")
+    p.add_argument("--refit", action="store_true", help="refit missing settings")
+    p.add_argument("--data-dir", default=None, help="default ../shared/datasets")
+    p.add_argument("--n-jobs", type=int, default=2)
+    args = p.parse_args(argv)
+    base = Path(args.folder) / f"budget-{args.budget}"
+    files = sorted((base / "runs" / args.task).glob(f"{args.method}-seed*.json"))
+    runs = [json.loads(f.read_text()) for f in files if "spec" not in f.name]
+    if not runs:
+        raise SystemExit(f"no {args.method} runs of {args.task} in {base}")
+    if any("trials" not in run for run in runs):
+        raise SystemExit(f"{base} holds no trials: restore its archive first")
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    own = base / "refits" / f"{args.task}.json"
+    extra = cache / f"{args.task}.json"
+    scores = json.loads(own.read_text()) if own.is_file() else {}
+    if args.refit:
+        todo = wanted(runs, scores, args.min_rows)
+        if todo:
+            refit_incumbents(
+                load_task(args.task, args.data_dir), todo, extra, args.n_jobs
+            )
+    if extra.is_file():
+        scores = {**scores, **json.loads(extra.read_text())}
+    print(
+        "| seed | rung rows | trials | tau | test % of its best | best test % there |"
+    )
+    print("|---|---|---|---|---|---|")
+    for run in sorted(runs, key=lambda r: r["seed"]):
+        for row in rung_table(run, scores, args.min_rows):
+            print(
+                f"| {run['seed']} | {row['rows']} | {row['n']} | {_fmt(row['tau'])} | "
+                f"{_fmt(100 * row['best_test'])} | {_fmt(100 * row['max_test'])} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
