@@ -90,7 +90,7 @@ def test_main_refuses_archived_runs(tmp_path) -> None:
     runs.mkdir(parents=True)
     (runs / "halving-bayes-seed0.json").write_text(json.dumps({"seed": 0}))
     argv = ["--folder", str(tmp_path / "race"), "--budget", "60", "--task", "svc-x"]
-    with pytest.raises(SystemExit, match="restore its archive"):
+    with pytest.raises(SystemExit, match="hold no trials"):
         main([*argv, "--cache", str(tmp_path / "c")])
     with pytest.raises(SystemExit, match="no halving-bayes-x runs"):
         main([*argv, "--cache", str(tmp_path / "c"), "--method", "halving-bayes-x"])

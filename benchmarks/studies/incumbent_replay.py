@@ -53,8 +53,8 @@ import numpy as np
 from skbayes_search._rungs import RungLedger, Rungs
 from skbayes_search._trial import TrialRecord
 
-from ..refit import incumbent_key, refit_incumbents
-from ..tasks import load_task
+from ..refit import incumbent_key
+from ._refits import add_refit_options, study_scores
 
 
 class RawLedger(RungLedger):
@@ -188,14 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--method", default="halving-bayes", help="the runs' method name in the race"
     )
-    p.add_argument("--cache", required=True, help="folder of the extra refits")
-    p.add_argument("--refit", action="store_true", help="refit missing incumbents")
-    p.add_argument("--data-dir", default=None, help="default ../shared/datasets")
-    p.add_argument("--n-jobs", type=int, default=2)
+    add_refit_options(p)
     args = p.parse_args(argv)
     base = Path(args.folder) / f"budget-{args.budget}"
-    cache = Path(args.cache)
-    cache.mkdir(parents=True, exist_ok=True)
     columns = "task seed rule TTT_s final_% mean_% changes drops missing".split()
     print("| " + " | ".join(c.replace("_", " ") for c in columns) + " |")
     print("|" + "---|" * len(columns))
@@ -212,21 +207,17 @@ def main(argv: list[str] | None = None) -> int:
             trajectories[run["seed"], "recorded"] = [
                 (i["elapsed"], i["params"], i["cv_score"]) for i in run["incumbents"]
             ]
-        folder_cache = base / "refits" / f"{task}.json"
-        extra = cache / f"{task}.json"
-        scores = json.loads(folder_cache.read_text()) if folder_cache.is_file() else {}
-        if args.refit:
-            wanted = [
+        scores = study_scores(
+            base,
+            task,
+            args,
+            lambda known, t=trajectories: [
                 (params, 1.0)
-                for trajectory in trajectories.values()
+                for trajectory in t.values()
                 for _, params, _ in trajectory
-                if incumbent_key(params, 1.0) not in scores
-            ]
-            if wanted:
-                loaded = load_task(task, args.data_dir)
-                refit_incumbents(loaded, wanted, extra, args.n_jobs)
-        if extra.is_file():
-            scores = {**scores, **json.loads(extra.read_text())}
+                if incumbent_key(params, 1.0) not in known
+            ],
+        )
         for (seed, rule), trajectory in sorted(trajectories.items()):
             row = judge(trajectory, scores, float(target), float(args.budget))
             print(

@@ -15,8 +15,9 @@ CV scores on the rung and their settings' test accuracy, the test accuracy of
 the rung's best trial and the best test accuracy among its settings. A tau
 near 1 means the rung orders settings as all the data does; a rung's best
 trial testing well below its best setting means the rung chose wrongly.
-Runs come from the race folder's records on disk (an archive keeps no
-trials: restore it first with ``python -m benchmarks.archive restore``).
+The runs' records must be those written by the race on the machine that
+ran it: an archive keeps no trials, so records restored from one cannot be
+studied.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from typing import Any
 
 from scipy.stats import kendalltau
 
-from ..refit import incumbent_key, refit_incumbents
-from ..tasks import load_task
+from ..refit import incumbent_key
+from ._refits import add_refit_options, study_scores
 
 
 def rung_table(
@@ -103,10 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task", required=True)
     p.add_argument("--method", default="halving-bayes")
     p.add_argument("--min-rows", type=int, default=1, help="smallest rung studied")
-    p.add_argument("--cache", required=True, help="folder of the study's refits")
-    p.add_argument("--refit", action="store_true", help="refit missing settings")
-    p.add_argument("--data-dir", default=None, help="default ../shared/datasets")
-    p.add_argument("--n-jobs", type=int, default=2)
+    add_refit_options(p)
     args = p.parse_args(argv)
     base = Path(args.folder) / f"budget-{args.budget}"
     files = sorted((base / "runs" / args.task).glob(f"{args.method}-seed*.json"))
@@ -114,20 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     if not runs:
         raise SystemExit(f"no {args.method} runs of {args.task} in {base}")
     if any("trials" not in run for run in runs):
-        raise SystemExit(f"{base} holds no trials: restore its archive first")
-    cache = Path(args.cache)
-    cache.mkdir(parents=True, exist_ok=True)
-    own = base / "refits" / f"{args.task}.json"
-    extra = cache / f"{args.task}.json"
-    scores = json.loads(own.read_text()) if own.is_file() else {}
-    if args.refit:
-        todo = wanted(runs, scores, args.min_rows)
-        if todo:
-            refit_incumbents(
-                load_task(args.task, args.data_dir), todo, extra, args.n_jobs
-            )
-    if extra.is_file():
-        scores = {**scores, **json.loads(extra.read_text())}
+        raise SystemExit(
+            f"the records in {base} hold no trials (restored from an archive?); "
+            "the study needs the race's own records"
+        )
+    scores = study_scores(
+        base, args.task, args, lambda known: wanted(runs, known, args.min_rows)
+    )
     print(
         "| seed | rung rows | trials | tau | test % of its best | best test % there |"
     )
