@@ -3,7 +3,7 @@
 Usage (from the repository root)::
 
     python -m benchmarks.studies.rung_ranks \\
-        --folder benchmarks/results/2026-12-06-hgb-connect4-60 --budget 60 \\
+        --folder benchmarks/results/2026-12-06-hgb-60-floor --budget 60 \\
         --task hgb-connect_4 --method halving-bayes-min1000 \\
         --cache /tmp/rung-ranks --refit
 
