@@ -54,7 +54,7 @@ from skbayes_search._rungs import RungLedger, Rungs
 from skbayes_search._trial import TrialRecord
 
 from ..refit import incumbent_key
-from ._refits import add_refit_options, study_scores
+from ._race_folder import add_refit_options, race_runs, study_scores
 
 
 class RawLedger(RungLedger):
@@ -196,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|" + "---|" * len(columns))
     for spec in args.target:
         task, target = spec.split("=")
-        runs = sorted((base / "runs" / task).glob(f"{args.method}-seed*.json"))
-        runs = [json.loads(f.read_text()) for f in runs if "spec" not in f.name]
+        runs = race_runs(base, task, args.method)
         trajectories = {
             (run["seed"], rule): replay(run, cls)
             for run in runs

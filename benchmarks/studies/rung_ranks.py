@@ -23,7 +23,6 @@ studied.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -32,7 +31,18 @@ from typing import Any
 from scipy.stats import kendalltau
 
 from ..refit import incumbent_key
-from ._refits import add_refit_options, study_scores
+from ._race_folder import add_refit_options, race_runs, study_scores
+
+
+def _studied(run: dict[str, Any], min_rows: int) -> list[dict[str, Any]]:
+    """The run's successful trials on rungs of at least ``min_rows`` rows."""
+    return [
+        t
+        for t in run["trials"]
+        if int(t["resource"]) >= min_rows
+        and t["score"] is not None
+        and math.isfinite(t["score"])
+    ]
 
 
 def rung_table(
@@ -44,16 +54,13 @@ def rung_table(
     settings); rungs without a test score for every trial are left out."""
     by_rung: dict[int, list[tuple[float, float]]] = defaultdict(list)
     missing: set[int] = set()
-    for t in run["trials"]:
-        score = t["score"]
+    for t in _studied(run, min_rows):
         rows = int(t["resource"])
-        if rows < min_rows or score is None or not math.isfinite(score):
-            continue
         refit = scores.get(incumbent_key(t["params"], 1.0))
         if refit is None:
             missing.add(rows)
             continue
-        by_rung[rows].append((float(score), float(refit["test_score"])))
+        by_rung[rows].append((float(t["score"]), float(refit["test_score"])))
     table = []
     for rows in sorted(set(by_rung) - missing):
         pairs = by_rung[rows]
@@ -78,16 +85,9 @@ def wanted(runs: list[dict[str, Any]], scores: dict, min_rows: int) -> list:
     at least ``min_rows`` rows that ``scores`` lacks, each once."""
     out, seen = [], set()
     for run in runs:
-        for t in run["trials"]:
+        for t in _studied(run, min_rows):
             key = incumbent_key(t["params"], 1.0)
-            score = t["score"]
-            if (
-                int(t["resource"]) >= min_rows
-                and score is not None
-                and math.isfinite(score)
-                and key not in scores
-                and key not in seen
-            ):
+            if key not in scores and key not in seen:
                 seen.add(key)
                 out.append((t["params"], 1.0))
     return out
@@ -107,8 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     add_refit_options(p)
     args = p.parse_args(argv)
     base = Path(args.folder) / f"budget-{args.budget}"
-    files = sorted((base / "runs" / args.task).glob(f"{args.method}-seed*.json"))
-    runs = [json.loads(f.read_text()) for f in files if "spec" not in f.name]
+    runs = race_runs(base, args.task, args.method)
     if not runs:
         raise SystemExit(f"no {args.method} runs of {args.task} in {base}")
     if any("trials" not in run for run in runs):

@@ -1,4 +1,5 @@
-"""Refits for studies that read a race folder: its cache, and their own."""
+"""What a study reads from a race folder: one method's runs of a task, and
+the test scores of the folder's refits and of the study's own."""
 
 from __future__ import annotations
 
@@ -6,9 +7,17 @@ import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..refit import refit_incumbents
 from ..tasks import load_task
+
+
+def race_runs(base: Path, task: str, method: str) -> list[dict[str, Any]]:
+    """The records of ``method``'s runs of ``task`` in the race budget folder
+    ``base`` (``<folder>/budget-<seconds>``), by seed file name."""
+    files = sorted((base / "runs" / task).glob(f"{method}-seed*.json"))
+    return [json.loads(f.read_text()) for f in files if "spec" not in f.name]
 
 
 def add_refit_options(p: argparse.ArgumentParser) -> None:
