@@ -395,6 +395,10 @@ class RungLedger(RungCosts):
         ok = [(key, s) for key, s in self._scores[k].items() if math.isfinite(s)]
         return sorted(ok, key=lambda v: -v[1])
 
+    def n_probes(self, k: int) -> int:
+        """Probe trials finished on rung ``k`` (each with its hedge)."""
+        return sum(role == "probe" for role in self._roles[k].values())
+
     def evaluated(self, key: bytes) -> set[int]:
         """Rungs where a configuration has finished (successfully or not)."""
         return set(self._done.get(key, ()))

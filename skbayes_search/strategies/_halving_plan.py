@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._fidelity import MIN_PAIRS
 from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
 from ._halving_lead import LeadRung
@@ -80,6 +81,15 @@ class RungPlan:
         # answer there; the measurement is on the benchmarks page
         hedge_rung = min(base + 2, rungs.top - 1)
         lead = None
+        # probes started on the base rung, each with its hedge: the first
+        # MIN_PAIRS new configurations there are all hedged, so that the
+        # rung's agreement is judged within a few trials of the screen (at
+        # hedge_fraction alone it takes some 25 new configurations, more
+        # than a one-minute search of a boosted model starts)
+        probes = ledger.n_probes(base) + sum(
+            t.extras.get("role") == "probe" and rungs.of(t.fraction) == base
+            for t in ctx.pending
+        )
         # until the screen is done, nothing climbs and nothing starts above
         # the base rung
         n_succeeded = ctx.n_succeeded()
@@ -132,6 +142,9 @@ class RungPlan:
             )
             if k is None:
                 break
+            short = self.hedge_fraction > 0 and (
+                probes + sum(h for _, h in starts) < MIN_PAIRS
+            )
             starts.append(
                 (
                     k,
@@ -140,7 +153,7 @@ class RungPlan:
                     and hedge_rung > base
                     and n_used + 2 <= room
                     and fits(None, hedge_rung)
-                    and bool(ctx.rng.random() < self.hedge_fraction),
+                    and (short or bool(ctx.rng.random() < self.hedge_fraction)),
                 )
             )
         for x, value, (k, hedge) in new_configurations(

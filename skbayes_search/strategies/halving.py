@@ -116,7 +116,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     hedge_fraction : float, default=0.2
         Share of new configurations that are drawn at random and start two
         rungs above the base rung (at most on the rung below all data), each
-        with a probe on the base rung; 0 never doubts the base rung.
+        with a probe on the base rung; the first five on each base rung
+        after the screen are all hedged, so that the rung's agreement with
+        larger subsets is judged early. 0 never doubts the base rung.
     neighbour_fraction : float, default=0.0
         Share of promotions to a rung two or more above the base rung (below
         all data) that bring a *neighbour*: the promoted configuration with

@@ -1341,6 +1341,54 @@ def test_parallel_curves_keep_the_base_rung(data):
     assert abs(search.best_params_["a"] - 0.8) < 0.15
 
 
+@pytest.mark.parametrize("hedge_fraction", [0.0, 0.2])
+def test_the_first_configurations_after_the_screen_are_hedged(data, hedge_fraction):
+    # the base rung's agreement is judged from five probe/hedge pairs: they
+    # are the first new configurations after the screen, then a share
+    # hedge_fraction of them; no hedge at all when the share is 0
+    X, y = data
+    search = _search(
+        n_iter=60, n_initial_points=1000, n_screened=6, hedge_fraction=hedge_fraction
+    ).fit(X, y)
+    rows = _rows(search)
+    assert search.base_rung_ == 0
+    first = min(r["iter"] for r in rows if r["role"] != "new" or r["rung"] > 0)
+    later = [
+        r["role"]
+        for r in rows
+        if r["iter"] >= first and r["rung"] == 0 and r["role"] in ("new", "probe")
+    ]
+    assert len(later) > 10
+    if hedge_fraction == 0:
+        assert "probe" not in later and "hedge" not in search.cv_results_["role"]
+    else:
+        assert later[:5] == ["probe"] * 5
+        # then a share: most later new configurations have no hedge
+        assert later[5:].count("new") > later[5:].count("probe")
+        assert search.rung_agreement_[0].judged
+
+
+def test_each_new_base_rung_hedges_its_first_configurations(data):
+    # rungs 0 and 1 rank backwards: the first five pairs on each judge it
+    # and the base rises twice, each time hedging five new configurations
+    X, y = data
+    search = _search(
+        crossing=True, n_iter=90, n_initial_points=1000, n_screened=0
+    ).fit(X, y)
+    assert [b for _, b in search.base_rung_trajectory_] == [0, 1, 2]
+    rows = _rows(search)
+    for base in (0, 1, 2):
+        roles = [
+            r["role"]
+            for r in rows
+            if r["rung"] == base
+            and r["role"] in ("new", "probe")
+            and _base_when_proposed(search, rows, r) == base
+        ]
+        assert roles[:5] == ["probe"] * 5, (base, roles)
+    assert search.rung_agreement_[0].misleads and search.rung_agreement_[1].misleads
+
+
 def test_gp_proposes_after_the_initial_points(data):
     X, y = data
     search = _search(
