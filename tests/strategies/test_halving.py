@@ -1372,9 +1372,9 @@ def test_each_new_base_rung_hedges_its_first_configurations(data):
     # rungs 0 and 1 rank backwards: the first five pairs on each judge it
     # and the base rises twice, each time hedging five new configurations
     X, y = data
-    search = _search(
-        crossing=True, n_iter=90, n_initial_points=1000, n_screened=0
-    ).fit(X, y)
+    search = _search(crossing=True, n_iter=90, n_initial_points=1000, n_screened=0).fit(
+        X, y
+    )
     assert [b for _, b in search.base_rung_trajectory_] == [0, 1, 2]
     rows = _rows(search)
     for base in (0, 1, 2):
