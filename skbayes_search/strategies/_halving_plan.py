@@ -84,8 +84,9 @@ class RungPlan:
         # probes started on the base rung, each with its hedge: the first
         # MIN_PAIRS new configurations there are all hedged, so that the
         # rung's agreement is judged within a few trials of the screen (at
-        # hedge_fraction alone it takes some 25 new configurations, more
-        # than a one-minute search of a boosted model starts)
+        # hedge_fraction alone it takes some 25 new configurations on one
+        # base rung, more than a one-minute search of a boosted model starts
+        # there)
         probes = ledger.n_probes(base) + sum(
             t.extras.get("role") == "probe" and rungs.of(t.fraction) == base
             for t in ctx.pending
