@@ -341,6 +341,28 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     def _subsample_validation(self) -> bool:
         return bool(self.subsample_validation)
 
+    def _check_stored_rungs(self, ctx: SearchContext, rungs: Rungs) -> None:
+        # a resumed run's trials must lie on this search's rungs: read onto
+        # the nearest rung, a trial on other rows would be ranked beside
+        # trials it was not measured like
+        off = sorted(
+            {
+                round(t.fraction * ctx.n_train)
+                for t in ctx.trials
+                if not np.isclose(t.fraction, rungs.fractions, rtol=1e-9).any()
+            }
+        )
+        if off:
+            raise ValueError(
+                f"The stored run holds trials on {off} training rows, which are "
+                f"not rungs of this search (min_resources={self.min_resources!r}, "
+                f"factor={self.factor}: rungs of {list(rungs.rows)} rows). It was "
+                "made with another min_resources or factor, or with another rule "
+                "for min_resources='auto'; resume it with the min_resources and "
+                f"factor it was made with (its first rung: {off[0]} rows), or use "
+                "another run_name to start a new run."
+            )
+
     def _init_search(self, ctx: SearchContext) -> None:
         self.min_resources_ = min_resources_rows(self.min_resources, ctx)
         self._final_out_of_reach = False
@@ -365,6 +387,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
                 n_initial_points=self.n_initial_points,
                 seed=ctx.seed,
             )
+        self._check_stored_rungs(ctx, rungs)
         self._rungs = rungs
         # measured seconds may move the base rung only under max_time:
         # without it, the seed alone fixes the trials

@@ -1420,6 +1420,17 @@ def test_small_data_warns_and_runs_plain_bo_on_all_data(data):
     assert search.best_index_ == int(np.argmax(search.cv_results_["mean_test_score"]))
 
 
+def test_resuming_on_other_rungs_is_refused(data, tmp_path):
+    # trials on 20 rows read onto a ladder starting at 50 would be ranked
+    # beside trials on 50
+    X, y = data
+    kw = dict(n_initial_points=1000, store=tmp_path / "s.db", run_name="r")
+    _search(n_iter=6, **kw).fit(X, y)
+    with pytest.raises(ValueError, match=r"min_resources=50.*first rung: 20 rows"):
+        _search(n_iter=8, min_resources=50, **kw).fit(X, y)
+    assert len(_search(n_iter=8, **kw).fit(X, y).cv_results_["params"]) == 8
+
+
 def test_resume_continues_the_base_rung_and_the_rungs(data, tmp_path, killed_copy):
     X, y = data
     kw = dict(
