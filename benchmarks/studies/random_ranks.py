@@ -35,6 +35,8 @@ from joblib import Parallel, delayed
 from scipy.stats import kendalltau
 from sklearn.model_selection import ParameterSampler, train_test_split
 
+from skbayes_search._ladder import Rungs
+
 from ..tasks import Task, load_task, space_scipy
 
 #: Settings on all rows whose order among themselves is reported.
@@ -42,17 +44,12 @@ TOP = 10
 
 
 def subset_sizes(n_train: int, min_rows: int, factor: float) -> list[int]:
-    """``min_rows * factor**k`` below ``n_train``, then ``n_train``.
+    """The rows of a halving search's rungs from ``min_rows`` to ``n_train``.
 
     >>> subset_sizes(1000, 20, 3)
     [20, 60, 180, 540, 1000]
     """
-    sizes = []
-    rows = float(min_rows)
-    while rows < n_train:
-        sizes.append(round(rows))
-        rows *= factor
-    return [*sizes, n_train]
+    return list(Rungs.geometric(n_train, min_rows, factor).rows)
 
 
 def _fit_sizes(
@@ -103,14 +100,10 @@ def measure(
     return {
         "task": task.name,
         "sizes": sizes,
-        "settings": [{k: _plain(v) for k, v in p.items()} for p in settings],
+        "settings": settings,
         "scores": [[s for _, s, _ in r] for r in results],
         "seconds": [[c for _, _, c in r] for r in results],
     }
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def report(result: dict[str, Any]) -> str:
@@ -176,7 +169,8 @@ def main(argv: list[str] | None = None) -> None:
             task, args.n_settings, args.min_rows, args.factor, args.seed, args.n_jobs
         )
         result["asked"] = asked
-        out.write_text(json.dumps(result, indent=1))
+        # the sampler's draws are numpy scalars
+        out.write_text(json.dumps(result, indent=1, default=lambda v: v.item()))
     print(report(result))
 
 
