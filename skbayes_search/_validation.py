@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ __all__ = [
     "MIN_RESOURCES_REGRESSION",
     "NON_EMPTY_STR",
     "check_fractions",
+    "check_stored_rows",
     "min_resources_rows",
     "warn_if_space_small",
 ]
@@ -81,6 +83,62 @@ def check_fractions(
             f"The last of {name} must be 1.0 (all training rows), got {value!r}."
         )
     return fractions
+
+
+def check_stored_rows(
+    trials: Sequence[Any],
+    allowed: Callable[[Any], bool],
+    n_train: int,
+    *,
+    search: str,
+    made_with: str,
+) -> None:
+    """Refuse a resumed run holding trials this search would not make.
+
+    A stored trial on training rows the search's settings do not give would
+    be ranked and modelled beside trials it was not measured like (read onto
+    the nearest rung, stage or fraction, or clipped to the smallest), so the
+    search would answer from mixed measurements without a word.
+
+    Parameters
+    ----------
+    trials : sequence of TrialRecord
+        The trials read back from the store.
+    allowed : callable
+        ``allowed(trial)``: whether this search makes a trial on its
+        fraction (and, where that matters, in its stage).
+    n_train : int
+        Training rows of the smallest split, to name the rows in the message.
+    search : str
+        The search and the settings that fix its fractions, as the message
+        gives them (``"stages=(0.3, 1.0)"``, with the fractions they give).
+    made_with : str
+        The parameters to resume with, as the message names them.
+
+    Raises
+    ------
+    ValueError
+        Naming the stored trials' rows, ``search`` and ``made_with``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from skbayes_search._validation import check_stored_rows
+    >>> stored = [SimpleNamespace(fraction=0.1), SimpleNamespace(fraction=1.0)]
+    >>> check_stored_rows(stored, lambda t: t.fraction in (0.2, 1.0), 1000,
+    ...     search="fractions=(0.2, 1.0)", made_with="fractions")
+    Traceback (most recent call last):
+    ...
+    ValueError: The stored run holds trials on [100] training rows that this ...
+    """
+    off = sorted({round(t.fraction * n_train) for t in trials if not allowed(t)})
+    if off:
+        raise ValueError(
+            f"The stored run holds trials on {off} training rows that this "
+            f"search would not have made ({search}). It was made with other "
+            f"{made_with}; resume it with the {made_with} it was made with, or "
+            "use another run_name to start a new run."
+        )
 
 
 def min_resources_rows(value: Any, ctx: Any) -> int:

@@ -22,7 +22,7 @@ from .._base import BaseBayesSearchCV, shared_params
 from .._failures import FINAL_NOT_STARTED, NO_FULL_SUCCESS, warn_answer_on_subset
 from .._numerics import single_blas_thread
 from .._trial import SearchContext, Trial
-from .._validation import check_fractions, min_resources_rows
+from .._validation import check_fractions, check_stored_rows, min_resources_rows
 from ..acquisition.entropy import INFORMATION
 from ..gp import GPSurrogate
 from ..gp.fabolas_kernels import FractionAxis, fabolas_kernels
@@ -285,6 +285,21 @@ class FabolasSearchCV(FabolasModel, FabolasPlan, BaseBayesSearchCV):
             warnings.warn(msg, UserWarning, stacklevel=4)
         self.incumbent_trajectory_ = []
         self._axis = FractionAxis(ctx.n_train, self.min_resources_, not self.fallback_)
+        # the model's subset axis starts at min_resources rows: a stored
+        # trial on fewer would be read as if on that many
+        fewest = ctx.n_train if self.fallback_ else self.min_resources_
+        check_stored_rows(
+            ctx.trials,
+            lambda t: round(t.fraction * ctx.n_train) >= fewest,
+            ctx.n_train,
+            search=(
+                "plain Bayesian optimisation on all rows"
+                if self.fallback_
+                else f"min_resources={self.min_resources!r}: at least "
+                f"{self.min_resources_} rows"
+            ),
+            made_with="min_resources",
+        )
         self._n_x = ctx.space.n_dims
         # a resumed search (trials read back from a store) keeps counting
         self._n_asks = max((t.iter for t in ctx.trials), default=-1) + 1

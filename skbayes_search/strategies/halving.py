@@ -22,7 +22,7 @@ from .._base import BaseBayesSearchCV, shared_params
 from .._loop import final_deadline
 from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
-from .._validation import min_resources_rows
+from .._validation import check_stored_rows, min_resources_rows
 from ._halving_answer import HalvingAnswer
 from ._halving_lead import LeadRung, auto_share
 from ._halving_model import RungModel
@@ -348,26 +348,18 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         return bool(self.subsample_validation)
 
     def _check_stored_rungs(self, ctx: SearchContext, rungs: Rungs) -> None:
-        # a resumed run's trials must lie on this search's rungs: read onto
-        # the nearest rung, a trial on other rows would be ranked beside
-        # trials it was not measured like
-        off = sorted(
-            {
-                round(t.fraction * ctx.n_train)
-                for t in ctx.trials
-                if not np.isclose(t.fraction, rungs.fractions, rtol=1e-9).any()
-            }
+        auto = " (the rows 'auto' gives differ between versions)"
+        check_stored_rows(
+            ctx.trials,
+            lambda t: bool(np.isclose(t.fraction, rungs.fractions, rtol=1e-9).any()),
+            ctx.n_train,
+            search=(
+                f"min_resources={self.min_resources!r}, factor={self.factor}: "
+                f"rungs of {list(rungs.rows)} rows"
+                + (auto if self.min_resources == "auto" else "")
+            ),
+            made_with="min_resources and factor",
         )
-        if off:
-            raise ValueError(
-                f"The stored run holds trials on {off} training rows, which are "
-                f"not rungs of this search (min_resources={self.min_resources!r}, "
-                f"factor={self.factor}: rungs of {list(rungs.rows)} rows). It was "
-                "made with another min_resources or factor, or with another rule "
-                "for min_resources='auto'; resume it with the min_resources and "
-                f"factor it was made with (its first rung: {off[0]} rows), or use "
-                "another run_name to start a new run."
-            )
 
     def _init_search(self, ctx: SearchContext) -> None:
         self.min_resources_ = min_resources_rows(self.min_resources, ctx)

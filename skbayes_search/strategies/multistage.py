@@ -14,7 +14,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import BaseBayesSearchCV, shared_params
 from .._evaluate import subset_size
 from .._trial import SearchContext, Trial, TrialRecord
-from .._validation import COUNT, check_fractions, warn_if_space_small
+from .._validation import (
+    COUNT,
+    check_fractions,
+    check_stored_rows,
+    warn_if_space_small,
+)
 from .bayes import BayesProposer
 
 
@@ -326,6 +331,17 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
             _warn_if_first_stage_small(stages[0], ctx)
 
     def _init_search(self, ctx: SearchContext) -> None:
+        stages = self._plan()[0]
+        check_stored_rows(
+            ctx.trials,
+            lambda t: (
+                t.iter < len(stages)
+                and bool(np.isclose(t.fraction, stages[t.iter], rtol=1e-9))
+            ),
+            ctx.n_train,
+            search=f"stages={self.stages!r}",
+            made_with="stages",
+        )
         # One proposer per stage, created on first use; dropped after fit.
         self._proposers: dict[int, BayesProposer] = {}
 

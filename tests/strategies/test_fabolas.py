@@ -233,6 +233,16 @@ def test_resume_mid_design_runs_the_points_that_did_not_finish(
         assert trials[:n_design].count(pair) == 1, pair
 
 
+def test_resuming_with_a_larger_min_resources_is_refused(data, tmp_path):
+    # the model's subset axis starts at min_resources rows: stored trials on
+    # 10 rows would be read as trials on 40
+    X, y = data
+    kw = dict(n_iter=5, n_initial_points=3, run_name="r", store=tmp_path / "s.db")
+    FabolasSearchCV(Synthetic(), SPACE, min_resources=MIN_ROWS, **kw, **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match=r"\[10\] .*min_resources=40"):
+        FabolasSearchCV(Synthetic(), SPACE, min_resources=40, **kw, **SMALL).fit(X, y)
+
+
 def test_final_full_data_evaluation_exactly_once(data):
     X, y = data
     n_iter = 9

@@ -1426,7 +1426,7 @@ def test_resuming_on_other_rungs_is_refused(data, tmp_path):
     X, y = data
     kw = dict(n_initial_points=1000, store=tmp_path / "s.db", run_name="r")
     _search(n_iter=6, **kw).fit(X, y)
-    with pytest.raises(ValueError, match=r"min_resources=50.*first rung: 20 rows"):
+    with pytest.raises(ValueError, match=r"\[20\] .*min_resources=50"):
         _search(n_iter=8, min_resources=50, **kw).fit(X, y)
     assert len(_search(n_iter=8, **kw).fit(X, y).cv_results_["params"]) == 8
 

@@ -223,6 +223,33 @@ def test_each_stage_fits_on_its_fraction():
         assert (results["mean_test_score"][rows] == round(fraction * n_train)).all()
 
 
+def test_resuming_with_other_stages_is_refused(regression_data, tmp_path):
+    # the stored stage-0 trials on 30 % of the rows would be read as the
+    # new stage 0 on 20 %, and stage 1's as trials on all rows
+    X, y = regression_data
+    space = {"a": Real(0.0, 1.0)}
+
+    def search(stages, n_iter):
+        return MultiStageBayesSearchCV(
+            RowCounter(),
+            space,
+            stages=stages,
+            n_iter=n_iter,
+            top_k=2,
+            n_initial_points=3,
+            hyperparameter_sampling="map",
+            random_state=0,
+            store=tmp_path / "s.db",
+            run_name="r",
+        )
+
+    search((0.3, 0.6, 1.0), 3).fit(X, y)
+    with pytest.raises(ValueError, match=r"\[14, 29, 48\] .*stages=\(0.2, 1.0\)"):
+        search((0.2, 1.0), 5).fit(X, y)
+    again = search((0.3, 0.6, 1.0), 4).fit(X, y)
+    assert len(again.cv_results_["params"]) == 12
+
+
 def test_best_index_is_a_full_data_row(regression_data):
     X, y = regression_data
     # subsets score higher than the full data, so the overall maximum is a

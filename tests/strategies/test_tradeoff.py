@@ -475,6 +475,30 @@ def test_resume_from_a_store_evaluates_no_trial_twice(data, tmp_path):
     assert second.best_index_ == np.argmax(r2["tradeoff_score"])
 
 
+def test_resuming_with_other_fractions_is_refused(data, tmp_path):
+    # a stored trial on half the rows would answer a search told to fit on
+    # a quarter, three quarters or all of them
+    X, y = data
+
+    def search(fractions, n_iter):
+        return TradeoffBayesSearchCV(
+            CountedFits(),
+            {"c": Real(0.0, 1.0)},
+            fractions=fractions,
+            n_iter=n_iter,
+            cv=3,
+            store=tmp_path / "s.db",
+            run_name="r",
+            **FAST,
+        )
+
+    first = search((0.5, 1.0), 5).fit(X, y)
+    assert 0.5 in first.cv_results_["resource_fraction"]
+    with pytest.raises(ValueError, match=r"\[40\] .*fractions=\(0.25, 0.75, 1.0\)"):
+        search((0.25, 0.75, 1.0), 8).fit(X, y)
+    assert len(search((0.5, 1.0), 6).fit(X, y).cv_results_["params"]) == 6
+
+
 # ----------------------------------------------------------------------------
 # Bad input
 # ----------------------------------------------------------------------------
