@@ -33,11 +33,6 @@ __all__ = ["HalvingBayesSearchCV"]
 
 #: Fewest rungs (the all-data rung included) for halving; fewer: plain BO.
 MIN_RUNGS = 3
-#: Most steps of ``factor`` from ``min_resources="auto"`` up to all rows:
-#: each step can agree with the next while the smallest rungs choose
-#: settings that rank low on all rows (benchmarks page, "Four halvings at
-#: most")
-MAX_HALVINGS = 4
 
 
 class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
@@ -100,10 +95,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         which fit finishes first (user guide, "How a search runs").
     min_resources : "auto" or int, default="auto"
         Training rows on the first rung; ``"auto"``: ``max(10 * n_classes,
-        2 * n_splits * n_classes)`` for classifiers, otherwise 100, and at
-        least ``n_train / factor**4`` (at most four steps of ``factor``
-        below all rows). With fewer than three rungs a warning is raised
-        and every trial runs on all data (plain BO).
+        2 * n_splits * n_classes)`` for classifiers, otherwise 100. With
+        fewer than three rungs a warning is raised and every trial runs on
+        all data (plain BO).
     factor : float, default=3
         Rows grow by this factor from rung to rung, and the top
         ``1 / factor`` of a rung climbs.
@@ -363,9 +357,6 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
 
     def _init_search(self, ctx: SearchContext) -> None:
         self.min_resources_ = min_resources_rows(self.min_resources, ctx)
-        if self.min_resources == "auto":
-            floor = math.ceil(ctx.n_train / self.factor**MAX_HALVINGS)
-            self.min_resources_ = max(self.min_resources_, floor)
         self._final_out_of_reach = False
         rungs = Rungs.geometric(ctx.n_train, self.min_resources_, self.factor)
         self.fallback_ = len(rungs.rows) < MIN_RUNGS

@@ -1431,19 +1431,6 @@ def test_resuming_on_other_rungs_is_refused(data, tmp_path):
     assert len(_search(n_iter=8, **kw).fit(X, y).cv_results_["params"]) == 8
 
 
-def test_auto_min_resources_leaves_at_most_four_halvings():
-    # two folds of 8100 training rows: the class rule's 20 rows would leave
-    # more than four steps of 3 below all rows, so the first rung is 8100/81
-    X, y = make_classification(n_samples=16200, n_features=4, random_state=0)
-    search = _search(n_iter=4, n_initial_points=1000).fit(X, y)
-    assert search.min_resources_ == 100
-    assert search.n_resources_ == [100, 300, 900, 2700, 8100]
-    # a number of rows is taken as given
-    search = _search(n_iter=4, n_initial_points=1000, min_resources=20).fit(X, y)
-    assert search.min_resources_ == 20
-    assert search.n_resources_ == [20, 60, 180, 540, 1620, 8100]
-
-
 def test_resume_continues_the_base_rung_and_the_rungs(data, tmp_path, killed_copy):
     X, y = data
     kw = dict(
