@@ -18,6 +18,7 @@ __all__ = [
     "check_fractions",
     "check_stored_rows",
     "min_resources_rows",
+    "on_fractions",
     "warn_if_space_small",
 ]
 
@@ -83,6 +84,18 @@ def check_fractions(
             f"The last of {name} must be 1.0 (all training rows), got {value!r}."
         )
     return fractions
+
+
+def on_fractions(fraction: float, fractions: Any) -> bool:
+    """Whether a trial's ``fraction`` is one of ``fractions``: trials are
+    made on exactly a strategy's fractions, so only float rounding may
+    separate them.
+
+    >>> from skbayes_search._validation import on_fractions
+    >>> on_fractions(0.3, [0.1, 0.3, 1.0]), on_fractions(0.25, [0.1, 0.3, 1.0])
+    (True, False)
+    """
+    return bool(np.isclose(fraction, np.atleast_1d(fractions), rtol=1e-9).any())
 
 
 def check_stored_rows(

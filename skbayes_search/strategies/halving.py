@@ -22,7 +22,7 @@ from .._base import BaseBayesSearchCV, shared_params
 from .._loop import final_deadline
 from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
-from .._validation import check_stored_rows, min_resources_rows
+from .._validation import check_stored_rows, min_resources_rows, on_fractions
 from ._halving_answer import HalvingAnswer
 from ._halving_lead import LeadRung, auto_share
 from ._halving_model import RungModel
@@ -345,7 +345,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         auto = " (the rows 'auto' gives differ between versions)"
         check_stored_rows(
             ctx.trials,
-            lambda t: bool(np.isclose(t.fraction, rungs.fractions, rtol=1e-9).any()),
+            lambda t: on_fractions(t.fraction, rungs.fractions),
             ctx.n_train,
             search=(
                 f"min_resources={self.min_resources!r}, factor={self.factor}: "

@@ -18,6 +18,7 @@ from .._validation import (
     COUNT,
     check_fractions,
     check_stored_rows,
+    on_fractions,
     warn_if_space_small,
 )
 from .bayes import BayesProposer
@@ -334,10 +335,7 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         stages = self._plan()[0]
         check_stored_rows(
             ctx.trials,
-            lambda t: (
-                t.iter < len(stages)
-                and bool(np.isclose(t.fraction, stages[t.iter], rtol=1e-9))
-            ),
+            lambda t: t.iter < len(stages) and on_fractions(t.fraction, stages[t.iter]),
             ctx.n_train,
             search=f"stages={self.stages!r}",
             made_with="stages",

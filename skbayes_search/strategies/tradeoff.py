@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import BaseBayesSearchCV, shared_params
 from .._numerics import single_blas_thread
 from .._trial import SearchContext, Trial
-from .._validation import check_fractions, check_stored_rows
+from .._validation import check_fractions, check_stored_rows, on_fractions
 from ..acquisition.tradeoff import make_tradeoff_acquisition
 from ..analysis import (
     normalize_times,
@@ -326,10 +326,9 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     # ------------------------------------------------------------------
     def _init_search(self, ctx: SearchContext) -> None:
         self._grid = FractionGrid(self._checked_fractions(self.fractions))
-        allowed = self._grid.fractions
         check_stored_rows(
             ctx.trials,
-            lambda t: bool(np.isclose(t.fraction, allowed, rtol=1e-9).any()),
+            lambda t: on_fractions(t.fraction, self._grid.fractions),
             ctx.n_train,
             search=f"fractions={self.fractions!r}",
             made_with="fractions",
