@@ -407,13 +407,15 @@ class RungLedger(RungCosts):
         self,
         busy: dict[bytes, set[int]],
         allowed: Callable[[bytes, int], bool] | None = None,
+        every: bool = False,
     ) -> tuple[bytes, int] | None:
         """The next promotion: ``(key, rung to run it on)``, or None.
 
         From the highest rung down to the base, the best configuration in
-        the top ``floor(n / factor)`` of a rung's successful trials that has
-        neither finished nor is running (``busy``: key -> rungs) on any
-        higher rung, and that ``allowed(key, rung)`` accepts.
+        the top ``floor(n / factor)`` of a rung's successful trials (with
+        ``every``, among all of them) that has neither finished nor is
+        running (``busy``: key -> rungs) on any higher rung, and that
+        ``allowed(key, rung)`` accepts.
 
         Until a trial on all data has finished, the only configuration that
         climbs to all data is the incumbent. The time kept for its all-data
@@ -438,7 +440,7 @@ class RungLedger(RungCosts):
             outclimbed = bool(climbed) and held_rung < climbed[0]
         for k in range(top - 1, self.base - 1, -1):
             ranked = self.successes(k)
-            eligible = ranked[: int(len(ranked) // self.factor)]
+            eligible = ranked if every else ranked[: int(len(ranked) // self.factor)]
             if k + 1 == top and first:
                 eligible = [(key, s) for key, s in eligible if key == held]
             elif (k + 1 == top and not self.answer_measured()) or (

@@ -33,6 +33,16 @@ def rung_trial(
     return Trial(dict(params), fraction, iter=it, extras=extras)
 
 
+def finite_space_started(ctx: SearchContext, running: list) -> bool:
+    """Whether the space is finite and every configuration in it has
+    finished or is running."""
+    n_points = ctx.space.cardinality
+    if not math.isfinite(n_points):
+        return False
+    seen = np.vstack([ctx.X(), np.reshape(running, (len(running), ctx.space.n_dims))])
+    return len({x.tobytes() for x in seen}) >= n_points
+
+
 @dataclass
 class RungPlan:
     """The settings and shared state one proposal is decided from.
@@ -94,7 +104,11 @@ class RungPlan:
         # until the screen is done, nothing climbs and nothing starts above
         # the base rung
         n_succeeded = ctx.n_succeeded()
-        screened = n_succeeded >= self.n_screened
+        # a finite space whose every configuration has started cannot add
+        # new ones: its screen is what it holds, and the trials left go to
+        # climbing, so that none ends tied below the answer unmeasured
+        exhausted = finite_space_started(ctx, running)
+        screened = exhausted or n_succeeded >= self.n_screened
         if screened and n_succeeded >= self.n_initial_points:
             lead = self.lead.rung(ctx, ledger)
         # placeholders of the lead trials: proposed together at the end
@@ -110,7 +124,9 @@ class RungPlan:
             ):
                 leads.append(rung_trial(rungs, {}, lead, it, "lead"))
                 continue
-            promotion = ledger.promotion(busy, fits) if screened else None
+            promotion = (
+                ledger.promotion(busy, fits, every=exhausted) if screened else None
+            )
             if promotion is not None:
                 key, k = promotion
                 busy[key].add(k)

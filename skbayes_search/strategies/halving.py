@@ -59,8 +59,10 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     largest subset below all data where several trials fit, with a GP of
     that rung's trials alone: where the best settings on all data rank low
     on small subsets, it finds them there (by default in spaces of at most
-    two dimensions). The answer is measured on all data whenever the time
-    allows.
+    two dimensions). Once every configuration of a finite space has
+    started, the trials left climb the best of each rung whatever its rank,
+    so a grid ends measured on all data as far as the budget allows. The
+    answer is measured on all data whenever the time allows.
     Users' guide: ``doc/strategies/halving.rst``.
 
     Parameters

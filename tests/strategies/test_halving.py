@@ -1,6 +1,7 @@
 """HalvingBayesSearchCV: ASHA with GP proposals and a hedge against
 misleading small subsets."""
 
+import itertools
 import math
 import pickle
 import time
@@ -12,11 +13,13 @@ from joblib import parallel_backend
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skbayes_search import HalvingBayesSearchCV, Real
+from skbayes_search import Categorical, HalvingBayesSearchCV, Real
 from skbayes_search._rungs import RungLedger, Rungs
 from skbayes_search._trial import Trial, TrialRecord
 from skbayes_search.strategies._halving_lead import LEAD_LENGTH_PRIOR, LeadRung
@@ -725,6 +728,30 @@ def test_small_finite_spaces_end_early_with_an_all_data_answer(data, space):
     pairs = [(tuple(p.items()), r) for p, r in zip(res["params"], res["rung"])]
     assert len(set(pairs)) == len(pairs)
     assert res["resource_fraction"][search.best_index_] == 1.0
+
+
+def test_a_finite_space_spends_its_budget_climbing_to_the_grid_answer():
+    # twelve settings, each tried once on the base rung: the best third
+    # alone climbing would stop with trials left and one setting measured on
+    # all rows; given the trials, every one climbs there, and the answer is
+    # GridSearchCV's
+    X, y = make_classification(600, 8, random_state=0)
+    grid = {"C": [0.1, 1.0, 10.0, 100.0], "gamma": [0.001, 0.01, 0.1]}
+    space = {name: Categorical(values) for name, values in grid.items()}
+    search = HalvingBayesSearchCV(
+        SVC(), space, n_iter=80, min_resources=30, random_state=0
+    ).fit(X, y)
+    res = search.cv_results_
+    on_all = [
+        tuple(p.values())
+        for p, f in zip(res["params"], res["resource_fraction"])
+        if f == 1.0
+    ]
+    assert sorted(on_all) == sorted(itertools.product(*grid.values()))
+    assert len(res["params"]) < 80
+    reference = GridSearchCV(SVC(), grid).fit(X, y)
+    assert search.best_params_ == reference.best_params_
+    assert search.best_score_ == pytest.approx(reference.best_score_)
 
 
 def test_single_trial_budget_runs_one_configuration_on_all_data(data):
