@@ -18,7 +18,7 @@ from sklearn.model_selection._validation import _insert_error_scores
 from sklearn.utils._param_validation import Interval
 
 from ._evaluate import TrialEvaluator
-from ._failures import warn_about_failures
+from ._failures import rank_failures_last, warn_about_failures
 from ._loop import SearchLoop
 from ._progress import progress_bar, report_trial
 from ._refit import refit_best
@@ -366,8 +366,10 @@ class BaseBayesSearchCV(BaseSearchCV):
             self._check_refit_for_multimetric(first_test_score)
             refit_metric = self.refit
 
+        # a failed trial is never the answer, whatever error_score it records
+        chosen_from = rank_failures_last(results, [t.failed for t in ctx.trials])
         if self.refit or not self.multimetric_:
-            self.best_index_ = int(self._select_best(results, refit_metric))
+            self.best_index_ = int(self._select_best(chosen_from, refit_metric))
             if not callable(self.refit):
                 self.best_score_ = results[f"mean_test_{refit_metric}"][
                     self.best_index_

@@ -1,5 +1,6 @@
-"""Failed fits: the warning that counts them, the error when all fail, and
-the warning when the answer rests on a subset for want of a full-data fit."""
+"""Failed fits: the warning that counts them, the error when all fail, their
+place in the ranks, and the warning when the answer rests on a subset for
+want of a full-data fit."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+from scipy.stats import rankdata
 from sklearn.exceptions import FitFailedWarning
 
 from ._trial import SearchContext
@@ -101,6 +103,45 @@ def warn_about_failures(
         # user code -> fit -> _fit -> _assemble -> here
         stacklevel=4,
     )
+
+
+def rank_failures_last(results: dict, failed: np.ndarray) -> dict:
+    """Rank failed trials with the worst, in place; return the results the
+    answer is chosen from, where their mean test scores read NaN.
+
+    A numeric ``error_score`` is recorded as the failed fits' score, and
+    scikit-learn ranks it like any other: with ``error_score=0`` and a score
+    that is negative when it succeeds (``"neg_mean_squared_error"``) a
+    failed trial ranks first and would be the answer. Its recorded scores
+    stay as ``error_score`` set them; its rank ties with the worst, as
+    scikit-learn ranks a NaN score.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes_search._failures import rank_failures_last
+    >>> results = {"mean_test_score": np.array([-3.0, 0.0, -2.0]),
+    ...            "rank_test_score": np.array([3, 1, 2], dtype=np.int32)}
+    >>> chosen_from = rank_failures_last(results, np.array([False, True, False]))
+    >>> results["rank_test_score"], chosen_from["mean_test_score"]
+    (array([2, 3, 1], dtype=int32), array([-3., nan, -2.]))
+    """
+    failed = np.asarray(failed, dtype=bool)
+    if not failed.any():
+        return results
+    view = dict(results)
+    for key in [k for k in results if k.startswith("rank_test_")]:
+        means = np.array(results["mean_test_" + key[len("rank_test_") :]], float)
+        means[failed] = np.nan
+        view["mean_test_" + key[len("rank_test_") :]] = means
+        if np.isnan(means).all():
+            ranks = np.ones(len(means), dtype=np.int32)
+        else:
+            worst = np.nanmin(means) - 1
+            ranks = rankdata(-np.nan_to_num(means, nan=worst), method="min")
+        results[key] = np.asarray(ranks, dtype=np.int32)
+        view[key] = results[key]
+    return view
 
 
 def warn_answer_on_subset(search: str, n_rows: int, why: str) -> None:

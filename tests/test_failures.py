@@ -2,12 +2,15 @@
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression
+from sklearn.datasets import make_regression
+from sklearn.exceptions import FitFailedWarning
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.utils import estimator_checks
 
 from skbayes_search import (
     BayesSearchCV,
     FabolasSearchCV,
+    HalvingBayesSearchCV,
     MultiStageBayesSearchCV,
     TradeoffBayesSearchCV,
     TransferBayesSearchCV,
@@ -86,3 +89,54 @@ def test_all_failed_error_names_the_cause(tmp_path):
         r" with the following error.*class",
     ):
         search.fit(X, np.zeros(30))
+
+
+class _FailsAboveTen(Ridge):
+    """A ridge whose fit fails for ``alpha > 10``."""
+
+    def fit(self, X, y, sample_weight=None):
+        if self.alpha > 10:
+            raise ValueError("alpha too large for this test")
+        return super().fit(X, y, sample_weight)
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        BayesSearchCV,
+        HalvingBayesSearchCV,
+        FabolasSearchCV,
+        MultiStageBayesSearchCV,
+        TradeoffBayesSearchCV,
+        TransferBayesSearchCV,
+    ],
+)
+def test_a_failed_trial_is_never_the_answer(cls, tmp_path):
+    # with error_score=0 a failure records 0, above every mean squared error
+    # a successful fit scores: scikit-learn would rank it first
+    X, y = make_regression(400, 4, noise=10.0, random_state=0)
+    space = {"alpha": [0.01, 0.1, 1.0, 100.0, 1000.0]}
+    kwargs = dict(scoring="neg_mean_squared_error", error_score=0, random_state=0)
+    if cls is TransferBayesSearchCV:
+        kwargs["store"] = str(tmp_path / "runs.db")
+    if cls is MultiStageBayesSearchCV:
+        kwargs.update(stages=(0.5, 1.0), n_iter=(5, 5), top_k=5)
+    elif cls in (HalvingBayesSearchCV, FabolasSearchCV):
+        # small first subsets, so that the subset search runs, not its
+        # plain-BO fallback
+        kwargs.update(n_iter=30, min_resources=10)
+    else:
+        kwargs["n_iter"] = 5
+    search = cls(_FailsAboveTen(), space, **kwargs)
+    with pytest.warns(FitFailedWarning):
+        search.fit(X, y)
+    res = search.cv_results_
+    failed = np.array([p["alpha"] > 10 for p in res["params"]])
+    assert failed.any() and not failed.all()
+    assert not failed[search.best_index_]
+    assert search.best_score_ < 0
+    ranks = np.asarray(res["rank_test_score"])
+    assert ranks[failed].min() > ranks[~failed].max()
+    # the recorded scores stay as error_score set them
+    assert np.all(np.asarray(res["mean_test_score"])[failed] == 0)
+    assert search.best_estimator_.alpha <= 10

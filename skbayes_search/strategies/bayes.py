@@ -108,7 +108,8 @@ class BayesSearchCV(BaseBayesSearchCV):
     error_score : "raise" or float, default=np.nan
         Score recorded for a failed fit. A failure never stops the search:
         the GP sees the worst observed score there and one warning counts
-        the failed trials.
+        the failed trials. A failed trial ranks with the worst and is never
+        the answer, whatever score it records.
     return_train_score : bool, default=False
         Whether ``cv_results_`` includes training scores.
     store : TrialStore, str or path-like, default=None
