@@ -37,7 +37,8 @@ def finite_space_started(ctx: SearchContext, running: list) -> bool:
     """Whether the space is finite and every configuration in it has
     finished or is running."""
     n_points = ctx.space.cardinality
-    if not math.isfinite(n_points):
+    # fewer trials than points cannot have started them all
+    if not math.isfinite(n_points) or len(ctx.trials) + len(running) < n_points:
         return False
     seen = np.vstack([ctx.X(), np.reshape(running, (len(running), ctx.space.n_dims))])
     return len({x.tobytes() for x in seen}) >= n_points
