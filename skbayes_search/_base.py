@@ -399,6 +399,7 @@ class BaseBayesSearchCV(BaseSearchCV):
             "resource_fraction": [t.fraction for t in ctx.trials],
             "iter": [t.iter for t in ctx.trials],
             "elapsed_time": [t.elapsed_time for t in ctx.trials],
+            "fit_failed": [t.failed for t in ctx.trials],
         }
         keys: list[str] = []
         for t in ctx.trials:

@@ -226,13 +226,26 @@ def _score_key(results: dict, refit: Any) -> str:
     return next(k for k in results if k.startswith("mean_test_"))
 
 
+def _trial_scores(results: dict, key: str) -> np.ndarray:
+    """The ``key`` column of ``cv_results_``, nan for failed trials.
+
+    A numeric ``error_score`` is recorded as a failed trial's score; where
+    ``fit_failed`` marks the failures (this package's searches), it is read
+    as nan, so that no best score, front or plot counts it.
+    """
+    scores = np.asarray(results[key], dtype=float)
+    if "fit_failed" in results:
+        scores = np.where(np.asarray(results["fit_failed"], dtype=bool), np.nan, scores)
+    return scores
+
+
 def _trial_times(results: dict, key: str) -> np.ndarray:
     """Mean training seconds per trial, nan for failed trials."""
     if "mean_train_time" in results:
         return np.asarray(results["mean_train_time"], dtype=float)
     # another search's results: a failed fit's time is not a training time
     times = np.asarray(results["mean_fit_time"], dtype=float)
-    return np.where(np.isfinite(np.asarray(results[key], float)), times, np.nan)
+    return np.where(np.isfinite(_trial_scores(results, key)), times, np.nan)
 
 
 def results_pareto_front(results: dict, refit: Any = True) -> np.ndarray:
@@ -262,7 +275,7 @@ def results_pareto_front(results: dict, refit: Any = True) -> np.ndarray:
     array([1, 0])
     """
     key = _score_key(results, refit)
-    return pareto_front(np.asarray(results[key], float), _trial_times(results, key))
+    return pareto_front(_trial_scores(results, key), _trial_times(results, key))
 
 
 def objective_parts(
@@ -293,7 +306,7 @@ def objective_parts(
     (array([0.9, 0.8]), array([1. , 0.5]))
     """
     times = _trial_times(results, key)
-    scores = np.where(np.isfinite(times), np.asarray(results[key], float), np.nan)
+    scores = np.where(np.isfinite(times), _trial_scores(results, key), np.nan)
     return scale_scores(scores), normalize_times(times, time_normalization)
 
 

@@ -133,6 +133,7 @@ def test_a_failed_trial_is_never_the_answer(cls, tmp_path):
     res = search.cv_results_
     failed = np.array([p["alpha"] > 10 for p in res["params"]])
     assert failed.any() and not failed.all()
+    np.testing.assert_array_equal(res["fit_failed"], failed)
     assert not failed[search.best_index_]
     assert search.best_score_ < 0
     ranks = np.asarray(res["rank_test_score"])

@@ -85,6 +85,29 @@ def test_convergence_by_trial_is_the_running_maximum_per_row(searches):
         assert y[-1] == pytest.approx(search.best_score_)
 
 
+def test_failed_trials_count_in_no_figure():
+    # error_score=0 records 0 for a failure, above every successful
+    # negative score: no running best, front or point may show it
+    results = {
+        "mean_test_score": [-3.0, 0.0, -2.0, -1.5],
+        "fit_failed": [False, True, False, False],
+        "mean_fit_time": [1.0, 0.1, 2.0, 3.0],
+        "mean_score_time": [0.1, 0.0, 0.1, 0.1],
+        "elapsed_time": [1.0, 2.0, 3.0, 4.0],
+        "resource_fraction": [1.0, 1.0, 1.0, 1.0],
+    }
+    search = FakeSearch(results)
+    _, ax = plt.subplots()
+    plot_convergence(search, x="trial", ax=ax)
+    line = ax.get_lines()[0]
+    np.testing.assert_array_equal(line.get_xdata(), [1, 3, 4])
+    np.testing.assert_array_equal(line.get_ydata(), [-3.0, -2.0, -1.5])
+    _, ax = plt.subplots()
+    plot_tradeoff(search, ax=ax)
+    assert 0.0 not in ax.get_lines()[0].get_ydata()
+    assert len(ax.collections[0].get_offsets()) == 3
+
+
 def test_convergence_by_time_marks_approximated_peers(searches):
     ours, theirs, grid = searches
     _, ax = plt.subplots()

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ..analysis import _trial_scores
 from ..gp import GPSurrogate
 from ..space import Categorical, SearchSpace
 from ._common import _full_data_mask, _pyplot, _score_key
@@ -124,7 +125,7 @@ def plot_objective(
             "plot_objective does not support conditional search spaces (a list "
             "of several dicts)"
         )
-    scores = np.asarray(results[_score_key(search, results, metric)], dtype=float)
+    scores = _trial_scores(results, _score_key(search, results, metric))
     keep = np.isfinite(scores)
     if fractions == "full":
         full = _full_data_mask(search, results)

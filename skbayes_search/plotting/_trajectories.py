@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..analysis import pareto_front
+from ..analysis import _trial_scores, pareto_front
 from ._common import _approximate_times, _axes, _full_data_mask, _score_key
 
 
@@ -93,7 +93,7 @@ def plot_convergence(
         check_is_fitted(search, "cv_results_")
         results = search.cv_results_
         label = labels[i] if labels is not None else type(search).__name__
-        scores = np.asarray(results[_score_key(search, results, metric)], dtype=float)
+        scores = _trial_scores(results, _score_key(search, results, metric))
         if x == "trial":
             xs = np.arange(1, len(scores) + 1, dtype=float)
         elif "elapsed_time" in results:
@@ -159,7 +159,7 @@ def plot_fractions(search: Any, *, ax: Any = None) -> Any:
     check_is_fitted(search, "cv_results_")
     results = search.cv_results_
     ax = _axes(ax)
-    scores = np.asarray(results["mean_test_score"], dtype=float)
+    scores = _trial_scores(results, "mean_test_score")
     points = ax.scatter(
         results["elapsed_time"],
         results["resource_fraction"],
@@ -193,7 +193,7 @@ def plot_tradeoff(search: Any, *, metric: str = "score", ax: Any = None) -> Any:
     check_is_fitted(search, "cv_results_")
     results = search.cv_results_
     ax = _axes(ax)
-    scores = np.asarray(results[f"mean_test_{metric}"], dtype=float)
+    scores = _trial_scores(results, f"mean_test_{metric}")
     times = np.asarray(results["mean_fit_time"], dtype=float)
     ok = np.isfinite(scores)
     ax.scatter(times[ok], scores[ok], alpha=0.5, label="trials")

@@ -128,7 +128,9 @@ class BayesSearchCV(BaseBayesSearchCV):
         ``n_resources`` (training rows per fit), ``resource_fraction``,
         ``iter`` (index of the batch that proposed the trial),
         ``elapsed_time`` (seconds since ``fit`` started when the trial
-        finished) and ``acquisition_value`` (nan for the initial design).
+        finished), ``fit_failed`` (whether a fit of the trial failed: its
+        scores are then ``error_score``, and it ranks with the worst) and
+        ``acquisition_value`` (nan for the initial design).
         Loads directly into a :class:`pandas.DataFrame`.
     best_estimator_ : estimator
         Refitted on all data with ``best_params_`` (when ``refit``).

@@ -141,9 +141,9 @@ class FabolasSearchCV(FabolasModel, FabolasPlan, BaseBayesSearchCV):
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
         scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
-        ``iter``, ``elapsed_time``, ``role`` (``"design"``, ``"proposal"``,
-        ``"probe"`` or ``"final"``), ``min_fraction`` (the smallest trusted
-        fraction when the trial was proposed), ``predicted_score`` (the
+        ``iter``, ``elapsed_time``, ``fit_failed``, ``role`` (``"design"``,
+        ``"proposal"``, ``"probe"`` or ``"final"``), ``min_fraction`` (the
+        smallest trusted fraction when the trial was proposed), ``predicted_score`` (the
         model's prediction, at proposal, of the trial's own score),
         ``predicted_full_score`` (the last model's prediction on all data)
         and ``acquisition_value`` (information per unit of cost).

@@ -194,7 +194,7 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
         scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
-        ``iter``, ``elapsed_time``, ``rung`` and ``role`` (``"new"``,
+        ``iter``, ``elapsed_time``, ``fit_failed``, ``rung`` and ``role`` (``"new"``,
         ``"promoted"``, ``"neighbour"``, ``"hedge"``, ``"probe"``,
         ``"lead"`` or ``"final"``).
     best_index_, best_score_, best_params_ : int, float, dict

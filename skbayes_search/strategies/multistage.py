@@ -152,10 +152,11 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         scikit-learn's keys plus ``n_resources`` (training rows per fit,
         smallest split), ``resource_fraction`` (the stage's fraction),
         ``iter`` (the stage index, from 0), ``elapsed_time`` (seconds since
-        ``fit`` started when the trial finished) and ``acquisition_value``
-        (nan for the initial design and the hand-offs). The ``rank_test_*``
-        columns rank all rows together, as scikit-learn does, although
-        scores on different fractions are not comparable.
+        ``fit`` started when the trial finished), ``fit_failed`` and
+        ``acquisition_value`` (nan for the initial design and the
+        hand-offs). The ``rank_test_*`` columns rank all rows together, as
+        scikit-learn does, although scores on different fractions are not
+        comparable.
     best_index_ : int
         Row of the best trial, chosen among the full-data rows
         (``resource_fraction == 1.0``) by the ``refit`` metric, unless

@@ -171,8 +171,9 @@ class TradeoffBayesSearchCV(BaseBayesSearchCV):
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
         scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
-        ``iter``, ``elapsed_time``, ``acquisition_value`` (``EI_T`` of the
-        proposal, in units of ``T``; nan for the initial design),
+        ``iter``, ``elapsed_time``, ``fit_failed``, ``acquisition_value``
+        (``EI_T`` of the proposal, in units of ``T``; nan for the initial
+        design),
         ``mean_train_time`` (mean fit seconds over the splits; nan for failed
         trials),
         ``normalized_train_time`` (``o`` with the normalisation at the end of

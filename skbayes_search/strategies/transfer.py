@@ -165,7 +165,7 @@ class TransferBayesSearchCV(BaseBayesSearchCV):
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
         scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
-        ``iter``, ``elapsed_time``, ``acquisition_value`` (log EI at the
+        ``iter``, ``elapsed_time``, ``fit_failed``, ``acquisition_value`` (log EI at the
         acquisition optimum, before random replacement; nan for the first
         trial), ``dataset_score_mean`` and ``dataset_score_std`` (the
         current dataset's running estimates the proposal was made with; nan

@@ -29,6 +29,7 @@ EXTRA_COLUMNS = {
     "resource_fraction",
     "iter",
     "elapsed_time",
+    "fit_failed",
     "acquisition_value",
 }
 
