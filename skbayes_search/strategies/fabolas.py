@@ -143,10 +143,11 @@ class FabolasSearchCV(FabolasModel, FabolasPlan, BaseBayesSearchCV):
         scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
         ``iter``, ``elapsed_time``, ``fit_failed``, ``role`` (``"design"``,
         ``"proposal"``, ``"probe"`` or ``"final"``), ``min_fraction`` (the
-        smallest trusted fraction when the trial was proposed), ``predicted_score`` (the
-        model's prediction, at proposal, of the trial's own score),
-        ``predicted_full_score`` (the last model's prediction on all data)
-        and ``acquisition_value`` (information per unit of cost).
+        smallest trusted fraction when the trial was proposed),
+        ``predicted_score`` (the model's prediction, at proposal, of the
+        trial's own score), ``predicted_full_score`` (the last model's
+        prediction on all data) and ``acquisition_value`` (information per
+        unit of cost).
     best_index_, best_score_, best_params_ : int, float, dict
         The best measured full-data trial (with a callable ``refit``,
         whatever it selects). If no full-data trial succeeded (a final

@@ -194,9 +194,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
         scikit-learn's keys plus ``n_resources``, ``resource_fraction``,
-        ``iter``, ``elapsed_time``, ``fit_failed``, ``rung`` and ``role`` (``"new"``,
-        ``"promoted"``, ``"neighbour"``, ``"hedge"``, ``"probe"``,
-        ``"lead"`` or ``"final"``).
+        ``iter``, ``elapsed_time``, ``fit_failed``, ``rung`` and ``role``
+        (``"new"``, ``"promoted"``, ``"neighbour"``, ``"hedge"``,
+        ``"probe"``, ``"lead"`` or ``"final"``).
     best_index_, best_score_, best_params_ : int, float, dict
         The incumbent (below): the best successful trial on all data, or,
         with a warning saying why, a trial on a subset. That is a trial on
