@@ -141,3 +141,29 @@ def test_a_failed_trial_is_never_the_answer(cls, tmp_path):
     # the recorded scores stay as error_score set them
     assert np.all(np.asarray(res["mean_test_score"])[failed] == 0)
     assert search.best_estimator_.alpha <= 10
+
+
+def test_a_callable_refit_sees_failed_trials_as_nan():
+    X, y = make_regression(200, 4, noise=10.0, random_state=0)
+    seen = {}
+
+    def refit(results):
+        seen.update(results)
+        return int(np.nanargmax(results["mean_test_score"]))
+
+    search = BayesSearchCV(
+        _FailsAboveTen(),
+        {"alpha": [0.1, 1.0, 100.0]},
+        n_iter=3,
+        scoring="neg_mean_squared_error",
+        error_score=0,
+        refit=refit,
+        random_state=0,
+    )
+    with pytest.warns(FitFailedWarning):
+        search.fit(X, y)
+    failed = np.asarray(search.cv_results_["fit_failed"])
+    assert failed.sum() == 1
+    assert np.isnan(seen["mean_test_score"][failed]).all()
+    assert np.all(search.cv_results_["mean_test_score"][failed] == 0)
+    assert search.best_params_["alpha"] <= 10
