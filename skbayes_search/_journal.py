@@ -117,6 +117,17 @@ class SearchJournal:
         The search's ``scoring``.
     estimator : estimator
         The searched estimator.
+    subset_seed : int
+        Seed of the training-row orders the subsets are cut from, kept with
+        a new run.
+
+    Attributes
+    ----------
+    subset_seed : int
+        The seed the run was made with: a resumed run, or another search
+        cooperating on it, must fit its subsets on the rows the stored
+        trials were fitted on, whatever its ``random_state``. A run stored
+        without one keeps the seed given.
     """
 
     def __init__(
@@ -132,6 +143,7 @@ class SearchJournal:
         splits: list,
         scoring: Any,
         estimator: Any,
+        subset_seed: int,
     ) -> None:
         self.store = store
         self.run_name = run_name or (f"{type(search).__name__}-{uuid.uuid4().hex[:12]}")
@@ -145,7 +157,10 @@ class SearchJournal:
             estimator_class=class_path(estimator),
             space_signature=space.signature(),
             meta=meta,
-            settings={"n_splits": int(meta.get("n_splits", 0))},
+            settings={
+                "n_splits": int(meta.get("n_splits", 0)),
+                "subset_seed": int(subset_seed),
+            },
             fingerprint=run_fingerprint(
                 X=X,
                 y=y,
@@ -157,6 +172,8 @@ class SearchJournal:
                 subsample_validation=search._subsample_validation(),
             ),
         )
+        stored = store.run(self.run_id)["settings"] or {}
+        self.subset_seed = int(stored.get("subset_seed", subset_seed))
         self.lease, self.member = store.hold_run(self.run_id)
         stop = threading.Event()
         self._stop = stop

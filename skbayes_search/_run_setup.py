@@ -118,9 +118,11 @@ def prepare_run(search: Any, X: Any, y: Any, params: dict) -> SearchRun:
             splits=splits,
             scoring=search.scoring,
             estimator=search.estimator,
+            subset_seed=seed_subsets,
         )
         search.run_name_ = journal.run_name
         ctx.journal = journal
+        seed_subsets = journal.subset_seed
 
     sample_weight = params.get("sample_weight")
     callbacks = SearchCallbacks(

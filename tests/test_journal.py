@@ -324,3 +324,36 @@ def test_subset_strategies_resume_without_repeating_trials(tmp_path, name):
         second.cv_results_["resource_fraction"][:n_first],
         first.cv_results_["resource_fraction"],
     )
+
+
+class RowsSeen(Sized):
+    """Records, per subset size, the training rows of every fit (column 0 of
+    ``X`` holds each row's index)."""
+
+    seen: dict = {}
+
+    def fit(self, X, y=None):
+        type(self).seen.setdefault(len(X), set()).add(frozenset(X[:, 0].tolist()))
+        return super().fit(X, y)
+
+
+@pytest.mark.parametrize("name", sorted(SUBSET_STRATEGIES))
+def test_a_resumed_run_fits_its_subsets_on_the_stored_rows(tmp_path, name):
+    # random_state=None draws new row orders at every fit: the resumed run
+    # must still cut its subsets from the orders the stored trials used, so
+    # that each of the two splits holds one set of rows per subset size
+    first_kwargs, second_kwargs = SUBSET_STRATEGIES[name]
+    cls = getattr(skbayes_search, name)
+    X = np.column_stack([np.arange(200.0), np.zeros(200)])
+    y = np.zeros(200)
+    common = dict(cv=2, store=str(tmp_path / "s.sqlite"), run_name="r", refit=False)
+    RowsSeen.seen = {}
+    cls(RowsSeen(), {"a": Real(0.0, 1.0)}, **first_kwargs, **common).fit(X, y)
+    first = RowsSeen.seen
+    RowsSeen.seen = {}
+    cls(RowsSeen(), {"a": Real(0.0, 1.0)}, **second_kwargs, **common).fit(X, y)
+    second = RowsSeen.seen
+    both = [n for n in first if n in second and n < 100]
+    assert both, "the resumed run fitted no subset size the first run did"
+    for n in both:
+        assert len(first[n] | second[n]) == 2, n
