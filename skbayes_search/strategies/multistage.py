@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV, shared_params
 from .._evaluate import subset_size
+from .._failures import NO_FULL_SUCCESS, warn_answer_on_subset
 from .._trial import SearchContext, Trial, TrialRecord
 from .._validation import (
     COUNT,
@@ -158,11 +159,14 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
         scikit-learn does, although scores on different fractions are not
         comparable.
     best_index_ : int
-        Row of the best trial, chosen among the full-data rows
+        Row of the best trial, chosen among the successful full-data rows
         (``resource_fraction == 1.0``) by the ``refit`` metric, unless
-        ``refit`` is a callable (see ``refit``).
+        ``refit`` is a callable (see ``refit``). If no full-data trial
+        succeeded, the best successful trial of the stages below, with a
+        warning.
     best_score_ : float
-        Mean cross-validated score of that row (a measurement on full data).
+        Mean cross-validated score of that row (a measurement on full data,
+        but for that warning).
     best_params_ : dict
         Parameters of that row.
     best_estimator_ : estimator
@@ -423,9 +427,17 @@ class MultiStageBayesSearchCV(BaseBayesSearchCV):
     def _select_best(self, results: dict, refit_metric: str) -> int:
         if callable(self.refit):
             return super()._select_best(results, refit_metric)
-        full = np.flatnonzero(np.asarray(results["resource_fraction"]) == 1.0)
+        # failed trials read nan here (the base's view of the results)
+        scored = np.isfinite(np.asarray(results[f"mean_test_{refit_metric}"], float))
+        on_all = np.asarray(results["resource_fraction"]) == 1.0
+        full = np.flatnonzero(on_all & scored)
         if full.size == 0:
-            return super()._select_best(results, refit_metric)
+            index = super()._select_best(results, refit_metric)
+            if scored.any() and not on_all[index]:
+                n_rows = results["n_resources"][index]
+                name = "MultiStageBayesSearchCV"
+                warn_answer_on_subset(name, n_rows, NO_FULL_SUCCESS)
+            return index
         ranks = np.asarray(results[f"rank_test_{refit_metric}"])[full]
         return int(full[np.argmin(ranks)])
 

@@ -339,6 +339,47 @@ def test_failed_trials_are_handed_on_only_when_nothing_else_is_left():
     assert [results["params"][i] for i in stage1] == _top_k(results, stage0, 4)
 
 
+class FailsOnManyRows(RowCounter):
+    """Fails to fit on more than ``max_rows`` rows."""
+
+    def __init__(self, a=1.0, max_rows=30):
+        self.a = a
+        self.max_rows = max_rows
+
+    def fit(self, X, y=None):
+        if len(X) > self.max_rows:
+            raise MemoryError("too many rows for this test")
+        return super().fit(X, y)
+
+
+def test_no_full_data_success_answers_from_a_stage_below_with_a_warning(
+    regression_data,
+):
+    # every full-data trial fails: the answer is the best successful trial
+    # of the stages below, said in a warning, never a failed full-data row
+    X, y = regression_data
+    search = MultiStageBayesSearchCV(
+        FailsOnManyRows(),
+        {"a": Real(1e-2, 1e2, prior="log-uniform")},
+        stages=(0.5, 1.0),
+        n_iter=(4, 2),
+        top_k=2,
+        n_initial_points=4,
+        cv=3,
+        refit=False,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitFailedWarning)
+        with pytest.warns(UserWarning, match="best_ is measured on 20 rows"):
+            search.fit(X, y)
+    results = search.cv_results_
+    assert results["fit_failed"][results["resource_fraction"] == 1.0].all()
+    assert not results["fit_failed"][search.best_index_]
+    assert results["resource_fraction"][search.best_index_] == 0.5
+    assert search.best_score_ == 20.0
+
+
 def test_max_time_in_first_stage_still_gives_full_data_rows(regression_data):
     X, y = regression_data
     search = MultiStageBayesSearchCV(
