@@ -240,11 +240,30 @@ class TrialEvaluator:
         ]
 
 
-def _clone_fit_and_score(estimator: Any, **kwargs: Any) -> dict:
+def _clone_fit_and_score(estimator: Any, *, error_score: Any, **kwargs: Any) -> dict:
     """scikit-learn's ``_fit_and_score`` on a clone made where the fit runs.
 
     Cloning in the search's own process costs it a fraction of a millisecond
     per fold, time that is taken from the workers when fits are that cheap
     and the two share the cores.
+
+    ``error_score`` is the score of a failed *fit*. A scorer that raises
+    after a fit succeeded scores NaN instead: scikit-learn would record
+    ``error_score`` there with nothing to tell it from a success, and a
+    numeric ``error_score`` above every real score (``0`` with
+    ``"neg_mean_squared_error"``) would then lead the search and be the
+    answer.
     """
-    return _fit_and_score(estimator=clone(estimator), **kwargs)
+    if error_score == "raise":
+        return _fit_and_score(estimator=clone(estimator), error_score="raise", **kwargs)
+    out = _fit_and_score(estimator=clone(estimator), error_score=np.nan, **kwargs)
+    if out["fit_error"] is not None:
+        for key in ("test_scores", "train_scores"):
+            if key in out:
+                scores = out[key]
+                out[key] = (
+                    dict.fromkeys(scores, error_score)
+                    if isinstance(scores, dict)
+                    else error_score
+                )
+    return out

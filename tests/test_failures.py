@@ -1,5 +1,7 @@
 """Failed fits reach the user as scikit-learn's searches report them."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_regression
@@ -167,3 +169,35 @@ def test_a_callable_refit_sees_failed_trials_as_nan():
     assert np.isnan(seen["mean_test_score"][failed]).all()
     assert np.all(search.cv_results_["mean_test_score"][failed] == 0)
     assert search.best_params_["alpha"] <= 10
+
+
+def _neg_mse_unless_large_alpha(estimator, X, y):
+    if estimator.alpha > 10:
+        raise ValueError("no score for alpha > 10 in this test")
+    return -float(np.mean((estimator.predict(X) - y) ** 2))
+
+
+@pytest.mark.parametrize("cls", [BayesSearchCV, HalvingBayesSearchCV])
+def test_a_failed_scoring_scores_nan_not_error_score(cls):
+    # the fit succeeds and the scorer raises: recorded as error_score (0,
+    # above every mean squared error) it would look like the best success
+    X, y = make_regression(400, 4, noise=10.0, random_state=0)
+    kwargs = dict(n_iter=30, min_resources=10) if cls is HalvingBayesSearchCV else {}
+    search = cls(
+        Ridge(),
+        {"alpha": [0.01, 0.1, 1.0, 100.0, 1000.0]},
+        scoring=_neg_mse_unless_large_alpha,
+        error_score=0,
+        random_state=0,
+        **{"n_iter": 5, **kwargs},
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search.fit(X, y)
+    res = search.cv_results_
+    unscored = np.array([p["alpha"] > 10 for p in res["params"]])
+    assert unscored.any() and not unscored.all()
+    assert np.isnan(np.asarray(res["mean_test_score"])[unscored]).all()
+    assert not np.asarray(res["fit_failed"]).any()
+    assert search.best_params_["alpha"] <= 10
+    assert search.best_score_ < 0
