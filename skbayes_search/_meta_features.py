@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "meta_distances",
     "meta_feature_vector",
     "nearest",
+    "same_scoring_runs",
     "standardise_features",
 ]
 
@@ -231,3 +233,33 @@ def gp_features(
     Z = standardise_features(np.vstack([current, prior]))
     Z = Z[:, np.any(Z != 0.0, axis=0)]
     return Z[np.r_[0, used + 1]]
+
+
+def same_scoring_runs(runs: list[dict], fingerprint: dict | None) -> list[dict]:
+    """The runs scored as this one is, with a warning for those left out.
+
+    Scores of another metric (recall where this run measures accuracy) rank
+    configurations by another objective: transferred, they would steer the
+    first trials towards that objective's optimum. Runs stored without a
+    fingerprint (written through the store's own API) are kept.
+    """
+    if not fingerprint or "scoring" not in fingerprint:
+        return runs
+    scoring = fingerprint["scoring"]
+    kept = [
+        r
+        for r in runs
+        if (r.get("fingerprint") or {}).get("scoring", scoring) == scoring
+    ]
+    if len(kept) < len(runs):
+        warnings.warn(
+            f"TransferBayesSearchCV: {len(runs) - len(kept)} of {len(runs)} finished "
+            "runs of this estimator and search space were scored with another "
+            f"scoring than this search's (scoring={scoring!r}) and are not "
+            "transferred.",
+            UserWarning,
+            # user code -> fit's _fit_context wrapper -> fit -> _fit -> _search
+            # -> _init_search -> here
+            stacklevel=7,
+        )
+    return kept

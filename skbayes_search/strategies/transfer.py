@@ -21,6 +21,7 @@ from .._meta_features import (
     gp_features,
     meta_distances,
     nearest,
+    same_scoring_runs,
 )
 from .._numerics import single_blas_thread
 from .._response_surface import (
@@ -287,13 +288,13 @@ feature_names_in_
         # the store the base journals this run to: one connection
         store = ctx.journal.store
         current = store.run(ctx.journal.run_id)
+        runs = store.finished_runs(
+            estimator_class=current["estimator_class"],
+            space_signature=current["space_signature"],
+            exclude=current["id"],
+        )
         prior = prior_datasets(
-            store.finished_runs(
-                estimator_class=current["estimator_class"],
-                space_signature=current["space_signature"],
-                exclude=current["id"],
-            ),
-            ctx.space.n_dims,
+            same_scoring_runs(runs, current.get("fingerprint")), ctx.space.n_dims
         )
         self.meta_features_ = current_meta_features(self.meta_features, current["meta"])
         features = np.array([d.features for d in prior]).reshape(len(prior), 3)

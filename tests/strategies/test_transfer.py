@@ -523,6 +523,27 @@ def test_prior_runs_are_filtered_by_estimator_space_status_and_fraction(tmp_path
     assert [r["dataset_name"] for r in later.transfer_runs_] == [None, "task-3"]
 
 
+def _negated_score(estimator, X, y):
+    return -estimator.score(X, y)
+
+
+def test_prior_runs_scored_otherwise_are_not_transferred(tmp_path):
+    # a run that ranked the settings by another score would steer the first
+    # trials towards that score's optimum
+    path = str(tmp_path / "s.sqlite")
+    X, y, _ = _task(np.random.default_rng(4), 30)
+    common = dict(n_iter=3, n_initial_points=3, cv=2, store=path, random_state=0)
+    BayesSearchCV(
+        Bowl(), SPACE, scoring=_negated_score, run_name="negated", **common
+    ).fit(X, y)
+    BayesSearchCV(Bowl(), SPACE, run_name="plain", **common).fit(X, y)
+    with pytest.warns(UserWarning, match=r"1 of 2 finished runs .* another scoring"):
+        search = TransferBayesSearchCV(
+            Bowl(), SPACE, store=path, n_iter=2, cv=2, random_state=0
+        ).fit(X, y)
+    assert [r["name"] for r in search.transfer_runs_] == ["plain"]
+
+
 def test_neighbours_are_the_nearest_datasets_in_meta_feature_space(tmp_path):
     path = str(tmp_path / "s.sqlite")
     rng = np.random.default_rng(5)
