@@ -131,9 +131,10 @@ def rank_failures_last(results: dict, failed: np.ndarray) -> dict:
         return results
     view = dict(results)
     for key in [k for k in results if k.startswith("rank_test_")]:
-        means = np.array(results["mean_test_" + key[len("rank_test_") :]], float)
+        mean_key = "mean_test_" + key.removeprefix("rank_test_")
+        means = np.array(results[mean_key], float)
         means[failed] = np.nan
-        view["mean_test_" + key[len("rank_test_") :]] = means
+        view[mean_key] = means
         if np.isnan(means).all():
             ranks = np.ones(len(means), dtype=np.int32)
         else:

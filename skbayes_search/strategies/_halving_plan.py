@@ -18,6 +18,7 @@ import numpy as np
 from .._fidelity import MIN_PAIRS
 from .._rungs import RungLedger, Rungs
 from .._trial import SearchContext, Trial
+from ..space._unseen import drop_seen
 from ._halving_lead import LeadRung
 from ._halving_model import RungModel, new_configurations
 from ._halving_starts import neighbour, start_rung
@@ -41,7 +42,7 @@ def finite_space_started(ctx: SearchContext, running: list) -> bool:
     if not math.isfinite(n_points) or len(ctx.trials) + len(running) < n_points:
         return False
     seen = np.vstack([ctx.X(), np.reshape(running, (len(running), ctx.space.n_dims))])
-    return len({x.tobytes() for x in seen}) >= n_points
+    return len(drop_seen(seen)) >= n_points
 
 
 @dataclass
