@@ -121,6 +121,11 @@ class BatchWorkers(Workers):
         return 0.0
 
 
+def _broken(executor: cf.Executor) -> bool:
+    flags = getattr(executor, "_flags", None)
+    return flags is None or flags.broken is not None
+
+
 def _tagged(key: Hashable, func: Callable, kwargs: dict) -> tuple[Hashable, Any]:
     return key, func(**kwargs)
 
@@ -153,11 +158,28 @@ class FutureWorkers(Workers):
         # the thread limits joblib gives its own workers (no oversubscription),
         # and a context of our own for the memory-mapped arrays
         env = LokyBackend()._prepare_worker_env(n_jobs=self.n_workers)
-        return get_memmapping_executor(
+        executor = get_memmapping_executor(
             self.n_workers, env=env, context_id=self._context
         )
+        self._use_own_folder(executor)
+        return executor
+
+    def _use_own_folder(self, executor: cf.Executor) -> None:
+        """Memory-map this search's arrays into its own folder.
+
+        The executor is shared with every joblib call of the process, and its
+        arrays go to the folder of whichever context was made current last
+        (joblib's backend makes its own current at each ``Parallel`` call); in
+        another context's folder :meth:`close` would not find them, and the
+        resource tracker would report them leaked at the interpreter's exit.
+        """
+        manager = getattr(executor, "_temp_folder_manager", None)
+        if manager is not None:
+            manager.set_current_context(self._context)
 
     def submit(self, key: Hashable, func: Callable, kwargs: dict, tries: int = 0):
+        if self._processes:
+            self._use_own_folder(self._executor)
         future = self._executor.submit(func, **kwargs)
         self._futures[future] = (key, func, kwargs, tries)
 
@@ -175,7 +197,12 @@ class FutureWorkers(Workers):
                 out.append((key, future.result()))
             elif _worker_lost(error) and tries < _MAX_RESUBMITS:
                 # the process died under the fit, not the fit itself
-                if self._processes:
+                if self._processes and _broken(self._executor):
+                    # a lost worker takes the pool's others with it; their
+                    # references to the mapped arrays were never released
+                    # (the pool is replaced once, for the first of its lost
+                    # fits: the others go to the new one)
+                    self._clean_folder(force=True)
                     self._executor = self._new_executor()
                 self.submit(key, func, kwargs, tries + 1)
             else:
@@ -226,6 +253,17 @@ class FutureWorkers(Workers):
                 while True:
                     ids.get_nowait()
         self._executor.shutdown(wait=True, kill_workers=True)
+        # the ended workers never released their references to the mapped
+        # arrays, so the counts are off: remove the copies outright, as
+        # joblib does after ending its own workers
+        self._clean_folder(force=True)
+
+    def _clean_folder(self, force: bool) -> None:
+        manager = getattr(self._executor, "_temp_folder_manager", None)
+        if manager is not None:
+            manager._clean_temporary_resources(
+                context_id=self._context, force=force, allow_non_empty=force
+            )
 
     def close(self) -> None:
         busy = [f for f in [*self._futures, *self._orphans] if not f.done()]
@@ -233,13 +271,10 @@ class FutureWorkers(Workers):
             if busy:
                 # a fit of this search is still running: end its process
                 self._kill()
-            # the memory-mapped copies of this search's arrays, as joblib's
-            # own backend removes them after each Parallel call
-            manager = getattr(self._executor, "_temp_folder_manager", None)
-            if manager is not None:
-                manager._clean_temporary_resources(
-                    context_id=self._context, force=False
-                )
+            else:
+                # the memory-mapped copies of this search's arrays, as
+                # joblib's own backend removes them after each Parallel call
+                self._clean_folder(force=False)
         else:
             for f in busy:
                 f.cancel()

@@ -1,7 +1,11 @@
 """The process pool that runs fits: stopping it must stay silent."""
 
+import subprocess
+import sys
 import threading
 import time
+
+import pytest
 
 from skbayes_search._workers import FutureWorkers
 
@@ -24,3 +28,57 @@ def test_stopping_fits_still_queued_prints_no_thread_traceback(monkeypatch):
     time.sleep(0.3)
     workers.close()
     assert errors == []
+
+
+_SEARCH_IN_A_FRESH_INTERPRETER = """
+import time
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.dummy import DummyClassifier
+from skbayes_search import BayesSearchCV, Real
+
+
+class SlowWhenLarge(ClassifierMixin, BaseEstimator):
+    def __init__(self, c=1.0):
+        self.c = c
+
+    def fit(self, X, y):
+        if self.c > {hang_above}:
+            time.sleep(60)
+        self.dummy_ = DummyClassifier().fit(X, y)
+        self.classes_ = self.dummy_.classes_
+        return self
+
+    def predict(self, X):
+        return self.dummy_.predict(X)
+
+
+rng = np.random.RandomState(0)
+X = rng.rand(4000, 40)  # 1.3 MB: memory-mapped for the workers
+y = rng.randint(0, 2, 4000)
+search = BayesSearchCV(
+    SlowWhenLarge(), {{"c": Real(0.0, 1.0)}}, n_iter=4, n_jobs=2, cv=2,
+    random_state=0, trial_timeout={timeout},
+)
+search.fit(X, y)
+print("trials", len(search.cv_results_["params"]))
+print("failed", int(search.cv_results_["fit_failed"].sum()))
+"""
+
+
+@pytest.mark.parametrize(
+    "hang_above, timeout", [(2.0, None), (0.5, 3.0)], ids=["fits", "fits-stopped"]
+)
+def test_a_search_leaves_no_memory_mapped_copy_of_the_data_behind(hang_above, timeout):
+    # the copies of X the workers read are removed when the search ends, also
+    # after its workers were ended to stop a fit past trial_timeout: nothing
+    # is left for joblib's resource tracker to report at the interpreter's exit
+    code = _SEARCH_IN_A_FRESH_INTERPRETER.format(hang_above=hang_above, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "trials 4" in done.stdout
+    if timeout is not None:
+        assert "failed 0" not in done.stdout  # some fit was stopped
+    assert "leaked" not in done.stderr, done.stderr
