@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ._fidelity import (
+    MIN_PAIRS,
     Agreement,
     Tie,
     agreement_by_level,
@@ -167,6 +168,8 @@ class RungLedger(RungCosts):
                 self._judge(t.elapsed_time)
             if k == self.base:
                 self._skip_tied_rungs(t.elapsed_time)
+            if k >= self.base:
+                self._skip_failing_rungs(t.elapsed_time)
             if self.timed and k in (self.base, self.base + 1):
                 self._skip_cheap_rungs(t.elapsed_time)
             self._track_incumbent(t.elapsed_time)
@@ -226,6 +229,31 @@ class RungLedger(RungCosts):
             for j in self._done[key]:
                 higher = self._scores[j].get(key, math.nan)
                 if j > k and math.isfinite(higher) and higher >= tie.best:
+                    return True
+        return False
+
+    def _skip_failing_rungs(self, elapsed: float) -> None:
+        # a base rung on which a setting fails (or scores nan) that succeeds
+        # on more rows judges the rung's size, not the setting (a k-NN asking
+        # for more neighbours than the rung has rows, a rare category absent
+        # from the rung's rows), and one on which every random setting failed
+        # ranks nothing: the worst score the surrogate sees for them would
+        # keep them from ever climbing, so new configurations start above it
+        while self.base < self.rungs.top and self._fails_for_size(self.base):
+            self.base += 1
+            self.base_trajectory.append((float(elapsed), self.base))
+
+    def _fails_for_size(self, k: int) -> bool:
+        """Whether rung ``k``'s failures are its size's, not the settings'."""
+        scores = self._scores[k]
+        random = [scores[key] for key in self._random[k]]
+        if len(random) >= MIN_PAIRS and not any(map(math.isfinite, random)):
+            return True
+        for key, score in scores.items():
+            if math.isfinite(score):
+                continue
+            for j in self._done[key]:
+                if j > k and math.isfinite(self._scores[j].get(key, math.nan)):
                     return True
         return False
 

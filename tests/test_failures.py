@@ -14,6 +14,7 @@ from skbayes_search import (
     FabolasSearchCV,
     HalvingBayesSearchCV,
     MultiStageBayesSearchCV,
+    Real,
     TradeoffBayesSearchCV,
     TransferBayesSearchCV,
 )
@@ -201,3 +202,45 @@ def test_a_failed_scoring_scores_nan_not_error_score(cls):
     assert not np.asarray(res["fit_failed"]).any()
     assert search.best_params_["alpha"] <= 10
     assert search.best_score_ < 0
+
+
+def _rare_categories(n=1500, seed=0):
+    """A category column whose rare levels small subsets miss: one-hot
+    encoding fitted on such a subset cannot transform the validation rows."""
+    import pandas as pd
+
+    rng = np.random.RandomState(seed)
+    levels = [f"c{i}" for i in range(30)]
+    p = np.r_[np.full(20, 0.045), np.full(10, 0.01)]
+    cat = rng.choice(levels, size=n, p=p)
+    num = rng.randn(n, 2)
+    y = (num[:, 0] + (cat < "c2") + 0.5 * rng.randn(n) > 0.5).astype(int)
+    return pd.DataFrame({"cat": cat, "a": num[:, 0], "b": num[:, 1]}), y
+
+
+@pytest.mark.parametrize(
+    "cls, n_iter", [(HalvingBayesSearchCV, 25), (FabolasSearchCV, 35)]
+)
+def test_subsets_too_small_to_score_are_left_for_larger_ones(cls, n_iter):
+    # every fit on the smallest subsets scores nan (a category of the
+    # validation rows unseen in training); the search must move up to
+    # subsets that can score, and answer from a measured setting
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    X, y = _rare_categories()
+    pipe = make_pipeline(
+        make_column_transformer((OneHotEncoder(), ["cat"]), remainder=StandardScaler()),
+        LogisticRegression(),
+    )
+    space = {"logisticregression__C": Real(1e-3, 1e2, prior="log-uniform")}
+    search = cls(pipe, space, n_iter=n_iter, cv=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X, y)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.isnan(scores).sum() >= 5  # the small subsets did fail
+    assert np.isfinite(search.best_score_)
+    on_all_rows = search.cv_results_["resource_fraction"] == 1.0
+    assert np.isfinite(scores[on_all_rows]).any()

@@ -61,10 +61,12 @@ class FabolasPlan:
             for x, t in zip(ctx.X_pending(), ctx.pending)
         }
         design = ctx.space.to_unit([p for p, _ in self._design])
+        # a size left for its failures is left by the design too
+        low = 0 if self._trust is None else self._trust.rows(self._trust.bound)
         return [
             i
             for i, (u, (_, f)) in enumerate(zip(design, self._design))
-            if (u.tobytes(), round(f * n)) not in seen
+            if (u.tobytes(), round(f * n)) not in seen and round(f * n) >= low
         ]
 
     def _exhausted(self, ctx: SearchContext) -> bool:
@@ -88,10 +90,12 @@ class FabolasPlan:
             role = "design"
         else:
             # too few successes for a model: keep exploring at random, among
-            # configurations neither evaluated nor running
+            # configurations neither evaluated nor running, on the smallest
+            # size not left for its failures
             seen = np.vstack([ctx.X(), ctx.X_pending()])
             U = ctx.space.sample_unseen(n_slots, ctx.rng, seen)
-            fraction = 1.0 if self.fallback_ else self._trust.fraction(0)
+            trust = self._trust
+            fraction = 1.0 if self.fallback_ else trust.fraction(trust.bound)
             chosen = [(p, fraction) for p in ctx.space.from_unit(U)]
             role = "random"
         return [

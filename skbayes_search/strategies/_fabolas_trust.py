@@ -18,6 +18,9 @@ level whose evidence the search uses. Two tests raise it, both through
   probes rank the configurations differently, what the model extrapolates
   from the bound's subsets is not to be trusted.
 
+A size on which configurations fail that succeed on more rows, or on which
+every trial failed, raises the bound too: its failures are the size's.
+
 Everything is derived from the trial records (fraction, score and the
 ``role``, ``predicted_score`` and ``min_fraction`` extras), in order, so a
 search resumed from a store rebuilds the same state. The design, its
@@ -169,6 +172,7 @@ class SubsetTrust:
         level = self.level_of(record.n_resources)
         key = record.x.tobytes()
         self._seen.append((key, level, score))
+        self._skip_failing_levels(record.elapsed_time)
         if role == "design" and self.n_design is not None:
             self._design.append((key, level, score))
             if len(self._design) == self.n_design:
@@ -235,6 +239,28 @@ class SubsetTrust:
         if misleads and agreement.level >= self.bound:
             self.bound = min(agreement.level + 1, self.top)
             self.bound_trajectory.append((float(elapsed), self.fraction(self.bound)))
+
+    def _skip_failing_levels(self, elapsed: float) -> None:
+        # a size on which a configuration fails (or scores nan) that succeeds
+        # on more rows judges the size, not the configuration (a k-NN asking
+        # for more neighbours than the subset has rows, a rare category
+        # absent from the subset), and one on which every trial failed tells
+        # the model nothing: the penalty it sees there would steer it away
+        # from configurations that are fine on all rows
+        while self.bound < self.top and self._fails_for_size(self.bound):
+            self.bound += 1
+            self.bound_trajectory.append((float(elapsed), self.fraction(self.bound)))
+
+    def _fails_for_size(self, level: int) -> bool:
+        scores = [s for _, k, s in self._seen if k == level]
+        if len(scores) >= MIN_PAIRS and not any(map(math.isfinite, scores)):
+            return True
+        failed = {
+            key for key, k, s in self._seen if k == level and not math.isfinite(s)
+        }
+        return any(
+            k > level and math.isfinite(s) and key in failed for key, k, s in self._seen
+        )
 
     # -- questions -------------------------------------------------------------
     def evaluated_at(self, trials: Sequence[Any], level: int) -> np.ndarray:

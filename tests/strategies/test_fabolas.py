@@ -17,6 +17,7 @@ from skbayes_search._fidelity import MIN_PAIRS
 from skbayes_search._trial import TrialRecord
 from skbayes_search.space import Real, SearchSpace
 from skbayes_search.strategies._fabolas_cost import CostModel
+from skbayes_search.strategies._fabolas_trust import SubsetTrust
 from skbayes_search.strategies.fabolas import FabolasSearchCV
 from tests.helpers import search_context
 
@@ -781,3 +782,38 @@ def test_fallback_stops_once_a_finite_space_is_evaluated(seed):
     assert search.fallback_
     # each configuration once, on all data: nothing is evaluated twice
     assert sorted(p["C"] for p in search.cv_results_["params"]) == [1.0, 2.0]
+
+
+def _trust_record(a, rows, score, role="proposal", n_train=5000):
+    return TrialRecord(
+        params={"a": a},
+        x=np.array([a]),
+        fraction=rows / n_train,
+        n_resources=rows,
+        score=score,
+        cost=1.0,
+        fit_time=1.0,
+        failed=False,
+        iter=0,
+        elapsed_time=1.0,
+        extras={"role": role, "min_fraction": 20 / n_train},
+    )
+
+
+def test_a_size_whose_failures_are_its_own_is_no_longer_trusted():
+    trust = SubsetTrust(n_train=5000, min_rows=20, n_design=None)
+    for a in (0.1, 0.2, 0.3):
+        trust.absorb(_trust_record(a, 20, a))
+    trust.absorb(_trust_record(0.9, 20, np.nan))
+    trust.absorb(_trust_record(0.8, 20, np.nan))
+    trust.absorb(_trust_record(0.8, 320, np.nan))
+    assert trust.bound == 0  # failing on more rows too: the setting's own
+    # a setting failing on 20 rows succeeds on 320 (a k-NN asking for more
+    # neighbours than 20 rows hold): the 20 rows judge the size
+    trust.absorb(_trust_record(0.9, 320, 0.6))
+    assert trust.bound == 1
+    # every trial of a size failed: it tells the model nothing
+    for i in range(MIN_PAIRS):
+        trust.absorb(_trust_record(0.4 + i / 100, 80, np.nan))
+    assert trust.bound == 2
+    assert [round(f * 5000) for _, f in trust.bound_trajectory] == [20, 80, 320]

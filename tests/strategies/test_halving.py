@@ -1531,3 +1531,40 @@ def test_bad_parameters_are_named(data, params, fragment):
     X, y = data
     with pytest.raises(ValueError, match=fragment):
         _search(n_iter=3, **params).fit(X, y)
+
+
+def test_a_rung_whose_failures_are_its_size_is_left():
+    # a setting that fails on a rung's rows but not on more (a k-NN asking
+    # for more neighbours than the rung has rows) would otherwise rank last
+    # there and never climb: new configurations start above the rung
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = [_record(a, 0, a, "new", rungs) for a in (0.1, 0.2, 0.3, 0.4)]
+    trials += [_record(0.9, 0, math.nan, "probe", rungs)]
+    trials[-1].failed = True
+    ledger.absorb(trials)
+    assert ledger.base == 0  # a failure alone may be the setting's own
+    trials += [_record(0.8, 0, math.nan, "probe", rungs)]  # scoring failed
+    trials += [_record(0.8, 2, math.nan, "hedge", rungs)]
+    ledger.absorb(trials)
+    assert ledger.base == 0  # it fails on more rows too: the setting's
+    trials += [_record(0.9, 2, 0.5, "hedge", rungs)]
+    ledger.absorb(trials)
+    assert ledger.base == 1
+    assert [b for _, b in ledger.base_trajectory] == [0, 1]
+
+
+def test_a_rung_on_which_every_random_setting_failed_is_left():
+    rungs = Rungs.geometric(1000, 20, 3)
+    ledger = RungLedger(rungs, factor=3)
+    trials = [_record(a, 0, math.nan, "new", rungs) for a in (0.1, 0.2, 0.3, 0.4)]
+    ledger.absorb(trials)
+    assert ledger.base == 0  # four are too few to tell
+    trials += [_record(0.5, 0, math.nan, "new", rungs)]
+    ledger.absorb(trials)
+    assert ledger.base == 1
+    # on rung 1 one of five scores: the rung ranks, and the base stays
+    trials += [_record(a, 1, math.nan, "new", rungs) for a in (0.6, 0.7, 0.8, 0.9)]
+    trials += [_record(0.95, 1, 0.4, "new", rungs)]
+    ledger.absorb(trials)
+    assert ledger.base == 1
