@@ -14,9 +14,12 @@ from sklearn.exceptions import FitFailedWarning
 
 from ._trial import SearchContext
 
-# After this many trials (or the whole budget, if smaller) that all failed,
-# the estimator is taken to be misconfigured and the search stops, as
-# scikit-learn's searches do when every fit fails.
+# After this many trials on all rows (or the whole budget, if smaller) that
+# all failed, the estimator is taken to be misconfigured and the search stops,
+# as scikit-learn's searches do when every fit fails. Failures on subsets do
+# not count: they may be the subset's (too few rows of a class for an inner
+# cross-validation, a category the subset misses), and the subset searches
+# move up to larger subsets when they are.
 FAIL_FAST_TRIALS = 5
 
 # Why an answer of a subset search rests on a subset.
@@ -34,8 +37,9 @@ FINAL_STOPPED = (
 def raise_if_all_failed(ctx: SearchContext, at_end: bool = False) -> None:
     """Stop a search whose every trial so far failed.
 
-    Raised once ``FAIL_FAST_TRIALS`` trials (or the whole budget) have all
-    failed in every fit, or at the end of the search (``at_end``). The message holds the
+    Raised once ``FAIL_FAST_TRIALS`` trials on all rows (or the whole
+    budget) have failed in every fit, as has every trial on a subset, or at
+    the end of the search (``at_end``). The message holds the
     fits' errors, each with its count, as scikit-learn's searches report them
     (``_warn_or_raise_about_fit_failures``): the reason is in the error, not
     behind a rerun with ``error_score='raise'``.
@@ -45,7 +49,8 @@ def raise_if_all_failed(ctx: SearchContext, at_end: bool = False) -> None:
         # as in scikit-learn, some fits that succeeded mean the estimator can
         # work: the search goes on (and warns about the failures at the end)
         return
-    if at_end or n >= min(ctx.budget, FAIL_FAST_TRIALS):
+    n_full = sum(t.fraction >= 1.0 for t in ctx.trials)
+    if at_end or n >= ctx.budget or n_full >= min(ctx.budget, FAIL_FAST_TRIALS):
         errors = Counter(e for t in ctx.trials for e in getattr(t, "fit_errors", ()))
         details = (
             f"\n\nBelow are more details about the failures:\n{_summary(errors)}"

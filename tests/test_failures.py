@@ -244,3 +244,67 @@ def test_subsets_too_small_to_score_are_left_for_larger_ones(cls, n_iter):
     assert np.isfinite(search.best_score_)
     on_all_rows = search.cv_results_["resource_fraction"] == 1.0
     assert np.isfinite(scores[on_all_rows]).any()
+
+
+class _NeedsFivePerClass(LogisticRegression):
+    """Fails, as an inner 5-fold cross-validation does, on fewer than five
+    rows of a class: on small subsets only."""
+
+    def fit(self, X, y, sample_weight=None):
+        if np.bincount(y).min() < 5:
+            raise ValueError("fewer than 5 rows of a class")
+        return super().fit(X, y, sample_weight)
+
+
+@pytest.mark.parametrize(
+    "cls, kwargs",
+    [
+        (HalvingBayesSearchCV, dict(n_iter=30)),
+        (FabolasSearchCV, dict(n_iter=35)),
+        (MultiStageBayesSearchCV, dict(stages=(0.1, 1.0), n_iter=(6, 3), **MAP)),
+        (TradeoffBayesSearchCV, dict(n_iter=12, fractions=(0.05, 0.1, 1.0), **MAP)),
+    ],
+)
+def test_fits_failing_on_small_subsets_do_not_stop_the_search(cls, kwargs):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(
+        3000,
+        6,
+        n_classes=3,
+        n_informative=4,
+        weights=[0.98, 0.01, 0.01],
+        random_state=0,
+    )
+    search = cls(
+        _NeedsFivePerClass(),
+        {"C": Real(1e-2, 1e2, prior="log-uniform")},
+        cv=3,
+        random_state=0,
+        **kwargs,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X, y)
+    failed = search.cv_results_["fit_failed"]
+    assert failed.sum() >= 1  # the small subsets did fail
+    assert not failed[search.best_index_]
+    assert np.isfinite(search.best_score_)
+
+
+@pytest.mark.parametrize("cls", [HalvingBayesSearchCV, FabolasSearchCV])
+def test_a_model_failing_everywhere_still_stops_early(cls):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(600, 4, random_state=0)
+    search = cls(
+        LogisticRegression(solver="no-such-solver"),
+        {"C": Real(1e-2, 1e2, prior="log-uniform")},
+        n_iter=200,
+        cv=2,
+        random_state=0,
+    )
+    with pytest.raises(ValueError, match=r"All the (\d+) trials failed") as info:
+        search.fit(X, y)
+    n = int(info.value.args[0].split()[2])
+    assert n < 60  # five trials on all rows after the subsets, not the budget
