@@ -308,3 +308,31 @@ def test_a_model_failing_everywhere_still_stops_early(cls):
         search.fit(X, y)
     n = int(info.value.args[0].split()[2])
     assert n < 60  # five trials on all rows after the subsets, not the budget
+
+
+class _NeedsManyRows(LogisticRegression):
+    def fit(self, X, y, sample_weight=None):
+        if len(X) < 1500:
+            raise ValueError("too few rows")
+        return super().fit(X, y, sample_weight)
+
+
+@pytest.mark.parametrize("cls", [HalvingBayesSearchCV, FabolasSearchCV])
+def test_a_budget_spent_failing_on_subsets_ends_with_a_trial_on_all_rows(cls):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(3000, 6, random_state=0)
+    search = cls(
+        _NeedsManyRows(),
+        {"C": Real(1e-2, 1e2, prior="log-uniform")},
+        n_iter=8,
+        cv=3,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X, y)
+    results = search.cv_results_
+    assert results["fit_failed"].sum() == len(results["params"]) - 1
+    assert results["resource_fraction"][search.best_index_] == 1.0
+    assert np.isfinite(search.best_score_)

@@ -293,10 +293,12 @@ class FabolasPlan:
         self._best_row = None
         ok = np.isfinite(ctx.scores())
         if not ok.any():
-            if ctx.trials:
-                return []  # every trial failed; the base reports it
-            # no trial at all (n_iter=1): evaluate the first design point
-            self._best_row = 0
+            if any(t.fraction >= 1.0 for t in ctx.trials):
+                return []  # every trial failed, on all rows too; the base reports it
+            # no trial at all (n_iter=1), or every one failed on subsets only,
+            # where the failures may be the subsets': the first design point
+            # on all rows tells
+            self._best_row = None if ctx.trials else 0
             params = self._design[0][0]
             return [Trial(params, 1.0, iter=self._n_asks, extras=self._extras("final"))]
         if ok.sum() >= 2:

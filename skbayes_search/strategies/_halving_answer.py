@@ -54,10 +54,11 @@ class HalvingAnswer:
         the final trials' deadline (the answer then rests on a subset, and
         ``_select_best`` warns)."""
         ledger, rungs = self._ledger, self._rungs
-        if ctx.trials:
+        tried_on_all = any(rungs.of(t.fraction) == rungs.top for t in ctx.trials)
+        if ctx.trials and (ledger.final_candidate() is not None or tried_on_all):
             key = ledger.final_candidate()
             if key is None:
-                return []  # every trial failed; the base reports it
+                return []  # every trial failed, on all rows too; the base reports it
             if ctx.max_time is not None and not ledger.final_in_reach(
                 key,
                 final_deadline(ctx.max_time) - ctx.elapsed(),
@@ -69,6 +70,11 @@ class HalvingAnswer:
             params = ledger.params(key)
         elif not last:
             return []
+        elif ctx.trials:
+            # every trial failed, on subsets only, where the failures may be
+            # the subsets' (a class too rare for an inner cross-validation):
+            # the first configuration on all rows tells
+            params = dict(ctx.trials[0].params)
         else:
             # no trial at all (n_iter=1): one random configuration
             x = random_points(ctx, ctx.X(), 1)
