@@ -106,6 +106,9 @@ class FractionAxis:
 
     def to_s(self, fraction: Any) -> np.ndarray:
         """``s~`` of training fractions (clipped to [0, 1])."""
+        if self.log_smin >= 0.0:
+            # min_rows covers every row: one size, all data
+            return np.ones_like(np.asarray(fraction, dtype=float))
         s = 1.0 - np.log(np.asarray(fraction, dtype=float)) / self.log_smin
         return np.clip(s, 0.0, 1.0)
 

@@ -1,5 +1,7 @@
 """The FABOLAS kernels, the fraction axis and the loss targets."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -92,3 +94,12 @@ def test_scores_map_to_log_errors_and_back():
     assert error_kind(big) == "linear"
     np.testing.assert_array_equal(scores_to_loss(big, "linear"), -big)
     np.testing.assert_array_equal(loss_to_scores(-big, "linear"), big)
+
+
+def test_an_axis_whose_fewest_rows_are_all_rows_maps_every_fraction_to_one():
+    # min_resources at or above the training rows (tiny data sets, where the
+    # search falls back to all data): no 0 / 0, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = FractionAxis(n_train=8, min_rows=8).to_s(np.array([0.5, 1.0]))
+    np.testing.assert_array_equal(s, [1.0, 1.0])
