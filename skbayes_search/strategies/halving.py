@@ -223,8 +223,10 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     base_rung_ : int
         The base rung at the end: it rises above rungs whose probes and
         hedges disagree in rank, above rungs whose scores tie too often
-        to choose what climbs, and (under ``max_time``) above rungs whose
-        trials cost nearly as much as the next rung's.
+        to choose what climbs, above rungs on which settings fail that
+        succeed on more rows (or every random one failed), and (under
+        ``max_time``) above rungs whose trials cost nearly as much as the
+        next rung's.
     rung_agreement_ : dict of int to Agreement
         Per probed rung: Kendall's ``tau`` between probe and hedge scores,
         ``n_pairs`` and whether it ``misleads``.
