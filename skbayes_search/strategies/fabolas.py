@@ -49,7 +49,8 @@ class FabolasSearchCV(FabolasModel, FabolasPlan, BaseBayesSearchCV):
     initial design runs each configuration on the two smallest subset sizes
     and compares their ranks, *probes* evaluate configurations on larger
     subsets and compare the model's predictions for them with what was
-    measured, and while a size misleads the smallest size the search uses
+    measured, and while a size misleads, or configurations fail on it that
+    succeed on more rows, the smallest size the search uses
     (``min_fraction_trajectory_``) moves up. The incumbent is chosen among
     configurations evaluated at a trusted size; at the end it is evaluated
     on all data (with one more contender once a size has misled), and the
