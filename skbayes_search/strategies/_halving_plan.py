@@ -110,7 +110,17 @@ class RungPlan:
         # new ones: its screen is what it holds, and the trials left go to
         # climbing, so that none ends tied below the answer unmeasured
         exhausted = finite_space_started(ctx, running)
-        screened = exhausted or n_succeeded >= self.n_screened
+        # failed trials count once one has succeeded: where most settings
+        # fail on the base rung for its size alone (a PCA asking for more
+        # components than the rung has rows), a screen of successes would
+        # take the whole budget, and only the hedges it holds back can show
+        # that more rows succeed
+        n_finished = sum(not t.stopped for t in ctx.trials)
+        screened = (
+            exhausted
+            or n_succeeded >= self.n_screened
+            or (n_succeeded > 0 and n_finished >= self.n_screened)
+        )
         if screened and n_succeeded >= self.n_initial_points:
             lead = self.lead.rung(ctx, ledger)
         # placeholders of the lead trials: proposed together at the end

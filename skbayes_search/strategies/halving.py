@@ -44,8 +44,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     ``1 / factor`` of a rung's finished trials climbs to the next rung
     (ASHA, Li et al. 2020), and so does the incumbent from below a rung
     others climbed to; the first to climb to all data is the incumbent.
-    Nothing climbs before ``n_screened`` trials have succeeded on the base
-    rung, as scikit-learn's halving screens its first rung.
+    Nothing climbs before ``n_screened`` trials have finished (and one
+    succeeded) on the base rung, as scikit-learn's halving screens its first
+    rung.
     After ``n_initial_points`` random
     configurations, new ones maximise the expected improvement on the base
     rung of one GP over (configuration, subset size) fitted on every trusted
@@ -106,11 +107,12 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
     n_initial_points : int, default=10
         Successful trials before the GP proposes new configurations.
     n_screened : int, default=10
-        Successful trials before any configuration climbs or a hedge or lead
-        trial starts: the first configurations are screened on the base rung
-        alone, as scikit-learn's halving screens its first rung, so that the
-        first to climb are the top ``1 / factor`` of at least this many, not
-        of the first few to finish. 0: none (as in ASHA, a configuration
+        Successful trials (or finished ones, once one has succeeded) before
+        any configuration climbs or a hedge or lead trial starts: the first
+        configurations are screened on the base rung alone, as scikit-learn's
+        halving screens its first rung, so that the first to climb are the
+        top ``1 / factor`` of at least this many, not of the first few to
+        finish. 0: none (as in ASHA, a configuration
         climbs as soon as its rung has ``factor`` successes).
     random_fraction : float, default=0.2
         Share of the other new configurations drawn at random once the GP

@@ -1568,3 +1568,32 @@ def test_a_rung_on_which_every_random_setting_failed_is_left():
     trials += [_record(0.95, 1, 0.4, "new", rungs)]
     ledger.absorb(trials)
     assert ledger.base == 1
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_settings_failing_on_the_base_rungs_rows_still_climb(seed):
+    # PCA cannot keep more components than a subset has rows: on 20 rows two
+    # thirds of the settings fail, so a screen waiting for ten successes
+    # took the budget and the answer kept fewer components than the rung's
+    # rows, the best of what fits there; failures count towards the screen
+    # and hedges show that more rows succeed
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import make_pipeline
+
+    from skbayes_search import Integer
+
+    X, y = make_classification(
+        1500, 60, n_informative=40, n_redundant=0, random_state=0
+    )
+    search = HalvingBayesSearchCV(
+        make_pipeline(PCA(), LogisticRegression()),
+        {"pca__n_components": Integer(2, 60)},
+        n_iter=30,
+        cv=3,
+        random_state=seed,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X, y)
+    assert search.base_rung_ >= 1
+    assert search.best_params_["pca__n_components"] > search.n_resources_[0]
