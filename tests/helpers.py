@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from skbayes_search._trial import SearchContext
+from skbayes_search._trial import SearchContext, TrialRecord
 from skbayes_search.gp import GPSurrogate
 from skbayes_search.space import SearchSpace
 
@@ -50,3 +50,21 @@ def search_context(space, **overrides):
     )
     params.update(overrides)
     return SearchContext(space=space, **params)
+
+
+def one_parameter_record(a, n_resources, fraction, score, extras):
+    """A finished trial of a search over one parameter ``a``, as the rung
+    ledgers read it."""
+    return TrialRecord(
+        params={"a": a},
+        x=np.array([a]),
+        fraction=fraction,
+        n_resources=n_resources,
+        score=score,
+        cost=1.0,
+        fit_time=1.0,
+        failed=False,
+        iter=0,
+        elapsed_time=1.0,
+        extras=extras,
+    )

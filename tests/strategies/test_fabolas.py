@@ -19,7 +19,7 @@ from skbayes_search.space import Real, SearchSpace
 from skbayes_search.strategies._fabolas_cost import CostModel
 from skbayes_search.strategies._fabolas_trust import SubsetTrust
 from skbayes_search.strategies.fabolas import FabolasSearchCV
-from tests.helpers import search_context
+from tests.helpers import one_parameter_record, search_context
 
 # The checks scikit-learn itself marks as expected failures for its searches.
 EXPECTED_FAILED_CHECKS = {
@@ -785,19 +785,8 @@ def test_fallback_stops_once_a_finite_space_is_evaluated(seed):
 
 
 def _trust_record(a, rows, score, role="proposal", n_train=5000):
-    return TrialRecord(
-        params={"a": a},
-        x=np.array([a]),
-        fraction=rows / n_train,
-        n_resources=rows,
-        score=score,
-        cost=1.0,
-        fit_time=1.0,
-        failed=False,
-        iter=0,
-        elapsed_time=1.0,
-        extras={"role": role, "min_fraction": 20 / n_train},
-    )
+    extras = {"role": role, "min_fraction": 20 / n_train}
+    return one_parameter_record(a, rows, rows / n_train, score, extras)
 
 
 def test_a_size_whose_failures_are_its_own_is_no_longer_trusted():

@@ -21,9 +21,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skbayes_search import Categorical, HalvingBayesSearchCV, Real
 from skbayes_search._rungs import RungLedger, Rungs
-from skbayes_search._trial import Trial, TrialRecord
+from skbayes_search._trial import Trial
 from skbayes_search.strategies._halving_lead import LEAD_LENGTH_PRIOR, LeadRung
-from tests.helpers import search_context
+from tests.helpers import one_parameter_record, search_context
 
 # The checks scikit-learn itself marks as expected failures for its searches.
 EXPECTED_FAILED_CHECKS = {
@@ -233,18 +233,8 @@ def test_many_fractions_map_to_the_rungs_one_at_a_time_would():
 
 
 def _record(a, rung, score, role, rungs):
-    return TrialRecord(
-        params={"a": a},
-        x=np.array([a]),
-        fraction=rungs.fractions[rung],
-        n_resources=rungs.rows[rung],
-        score=score,
-        cost=1.0,
-        fit_time=1.0,
-        failed=False,
-        iter=0,
-        elapsed_time=1.0,
-        extras={"role": role},
+    return one_parameter_record(
+        a, rungs.rows[rung], rungs.fractions[rung], score, {"role": role}
     )
 
 
