@@ -75,9 +75,18 @@ class FabolasModel:
         Xin = self._axis.with_s(ctx.X(), self._axis.to_s(fractions))
         scores = ctx.scores()
         self._kind = error_kind(scores)
-        self._loss_gp.fit(Xin, scores_to_loss(scores, self._kind))
+        used = np.ones(len(scores), dtype=bool)
+        if self._trust is not None:
+            # a failure below the trusted size is the size's, not the
+            # configuration's (that is one way the bound rises): its worst-
+            # score penalty would steer the model from configurations that
+            # are fine on more rows
+            trust = self._trust
+            below = [trust.level_of(t.n_resources) < trust.bound for t in ctx.trials]
+            used = np.isfinite(scores) | ~np.array(below, dtype=bool)
+        self._loss_gp.fit(Xin[used], scores_to_loss(scores[used], self._kind))
         if self._fit_cost_gp:
-            self._cost_gp.fit(Xin, np.log(ctx.costs()))
+            self._cost_gp.fit(Xin[used], np.log(ctx.costs()[used]))
         return Xin
 
     def _predict_loss(self, U: np.ndarray) -> np.ndarray:

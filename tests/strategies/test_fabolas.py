@@ -15,6 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skbayes_search._cost_model import cost_curve, slow_cost
 from skbayes_search._fidelity import MIN_PAIRS
 from skbayes_search._trial import TrialRecord
+from skbayes_search.gp.fabolas_kernels import FractionAxis
 from skbayes_search.space import Real, SearchSpace
 from skbayes_search.strategies._fabolas_cost import CostModel
 from skbayes_search.strategies._fabolas_trust import SubsetTrust
@@ -806,3 +807,35 @@ def test_a_size_whose_failures_are_its_own_is_no_longer_trusted():
         trust.absorb(_trust_record(0.4 + i / 100, 80, np.nan))
     assert trust.bound == 2
     assert [round(f * 5000) for _, f in trust.bound_trajectory] == [20, 80, 320]
+
+
+def test_failures_below_the_trusted_size_leave_the_model():
+    # a failure on a size the bound has risen above is the size's (a k-NN
+    # asking for more neighbours than the subset has rows): the worst-score
+    # penalty the loss model would see for it steers the model away from
+    # configurations that are fine on more rows; a failure at or above the
+    # bound stays
+    from types import SimpleNamespace
+
+    records = [_trust_record(a, 20, a) for a in (0.1, 0.2, 0.3)]
+    records += [_trust_record(0.9, 20, np.nan), _trust_record(0.9, 320, 0.6)]
+    records += [_trust_record(0.8, 320, np.nan)]
+    search = FabolasSearchCV(Ridge(), {"a": Real(0.0, 1.0)})
+    search._axis = FractionAxis(5000, 20)
+    search._trust = SubsetTrust(n_train=5000, min_rows=20, n_design=None)
+    for record in records:
+        search._trust.absorb(record)
+    assert search._trust.bound == 1
+    fits = []
+    search._loss_gp = SimpleNamespace(fit=lambda X, y: fits.append((X, y)))
+    search._fit_cost_gp = False
+    ctx = SimpleNamespace(
+        trials=records,
+        n_train=5000,
+        X=lambda: np.array([r.x for r in records]),
+        scores=lambda: np.array([r.score for r in records]),
+    )
+    search._fit_models(ctx)
+    ((_, y),) = fits
+    assert len(y) == len(records) - 1
+    assert np.isfinite(y).all()
