@@ -795,3 +795,28 @@ def test_every_method_builds_a_search_with_valid_parameters():
             search._validate_params()
         built += 1
     assert built >= len(MAIN) - 3  # the optional peers may be missing
+
+
+def test_subset_failures_study_tables_answers_and_errors():
+    from benchmarks.studies.subset_failures import CASES, table
+
+    est, space, grid, X, y = CASES["pca"]()
+    assert set(space) == set(grid) == {"pca__n_components"}
+    assert len(X) == len(y) == 6000
+    rows = [
+        {"case": "pca", "method": "halving", "seed": 2, "error": "All the 5 trials"},
+        {
+            "case": "knn",
+            "method": "grid",
+            "seed": 0,
+            "answer": {"n_neighbors": 20},
+            "cv": 0.782,
+            "trials": 8,
+            "nan": 0,
+            "rows": 4000,
+            "seconds": 1.7,
+        },
+    ]
+    lines = table(rows).splitlines()
+    assert lines[2].startswith("| pca | halving | 2 | error: All the 5 trials")
+    assert lines[3] == "| knn | grid | 0 | 20 | 0.7820 | 0 / 8 | 4000 | 2 |"
