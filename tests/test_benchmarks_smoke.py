@@ -801,6 +801,7 @@ def test_subset_failures_study_tables_answers_and_errors():
     from benchmarks.studies.subset_failures import CASES, table
 
     est, space, grid, X, y = CASES["pca"]()
+    assert est.steps[0][0] == "pca"
     assert set(space) == set(grid) == {"pca__n_components"}
     assert len(X) == len(y) == 6000
     rows = [
