@@ -54,9 +54,9 @@ class HalvingAnswer:
         the final trials' deadline (the answer then rests on a subset, and
         ``_select_best`` warns)."""
         ledger, rungs = self._ledger, self._rungs
+        key = ledger.final_candidate() if ctx.trials else None
         tried_on_all = any(rungs.of(t.fraction) == rungs.top for t in ctx.trials)
-        if ctx.trials and (ledger.final_candidate() is not None or tried_on_all):
-            key = ledger.final_candidate()
+        if ctx.trials and (key is not None or tried_on_all):
             if key is None:
                 return []  # every trial failed, on all rows too; the base reports it
             if ctx.max_time is not None and not ledger.final_in_reach(
