@@ -5,6 +5,7 @@ import doctest
 import itertools
 import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -696,3 +697,36 @@ def test_an_integer_sub_space_keeps_its_ints_beside_a_real_one():
     assert back == {"max_features": 1} and type(back["max_features"]) is int
     # a user's dict of a value both hold is still placed (first fit wins)
     assert space.to_unit([{"max_features": np.float32(0.5)}]).shape[0] == 1
+
+
+@pytest.mark.parametrize(
+    "values, better",
+    [
+        (list(range(1, 50)), "Integer(1, 49)"),
+        ([0.001 * 10 ** (i / 5) for i in range(31)], "prior='log-uniform'"),
+        ([i / 10 for i in range(25)], "Real(0.0, 2.4)"),
+    ],
+)
+def test_a_long_list_of_numbers_warns_that_it_is_categorical(values, better):
+    with pytest.warns(
+        UserWarning, match=r"search_spaces\['k'\]: a list of \d+ numbers"
+    ):
+        space = SearchSpace({"k": values})
+    with pytest.warns(UserWarning, match=re.escape(better)):
+        SearchSpace({"k": values})
+    assert space.n_dims == len(values)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        list(range(1, 20)),
+        [str(i) for i in range(40)],
+        [True, False] * 20,
+        [1, "a"] * 20,
+    ],
+)
+def test_short_or_non_numeric_lists_do_not_warn(values):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SearchSpace({"k": values})
