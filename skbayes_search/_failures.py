@@ -83,13 +83,15 @@ def warn_about_failures(
     ctx: SearchContext, all_out: list[dict], error_score: Any
 ) -> None:
     """One FitFailedWarning counting the failed trials and their errors."""
-    n_failed = sum(t.failed for t in ctx.trials)
-    n_nan = sum(not t.failed and not np.isfinite(t.score) for t in ctx.trials)
+    failed = [t for t in ctx.trials if t.failed]
+    nan = [t for t in ctx.trials if not t.failed and not np.isfinite(t.score)]
+    n_failed, n_nan = len(failed), len(nan)
     if n_nan:
         warnings.warn(
-            f"{n_nan} of {len(ctx.trials)} trials fitted but scored NaN or inf; "
-            "the surrogate saw them as the worst observed score. Check the "
-            "scoring for folds where it is undefined (e.g. one class only).",
+            f"{n_nan} of {len(ctx.trials)} trials fitted but scored NaN or inf"
+            f"{_on_subsets(nan)}; the surrogate saw them as the worst observed "
+            "score. Check the scoring for folds where it is undefined (e.g. "
+            "one class only).",
             UserWarning,
             stacklevel=4,
         )
@@ -100,13 +102,25 @@ def warn_about_failures(
     )
     summary = _summary(errors)
     warnings.warn(
-        f"{n_failed} of {len(ctx.trials)} trials failed; their scores are set "
+        f"{n_failed} of {len(ctx.trials)} trials failed{_on_subsets(failed)}; "
+        "their scores are set "
         f"to error_score={error_score!r} and the surrogate saw them as "
         "the worst observed score. If these failures are not expected, "
         f"you can try to debug them by setting error_score='raise'.\n{summary}",
         FitFailedWarning,
         # user code -> fit -> _fit -> _assemble -> here
         stacklevel=4,
+    )
+
+
+def _on_subsets(trials: list) -> str:
+    """How many of the trials ran on a subset, for the failure warnings."""
+    n = sum(t.fraction < 1.0 for t in trials)
+    if not n:
+        return ""
+    return (
+        f" ({n} of them on subsets of the rows, where a size too small for the "
+        "model can be the cause)"
     )
 
 

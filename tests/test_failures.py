@@ -329,8 +329,7 @@ def test_a_budget_spent_failing_on_subsets_ends_with_a_trial_on_all_rows(cls):
         cv=3,
         random_state=0,
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with pytest.warns(FitFailedWarning, match=r"7 of 8 trials failed \(7 of them on"):
         search.fit(X, y)
     results = search.cv_results_
     assert results["fit_failed"].sum() == len(results["params"]) - 1
