@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +30,7 @@ __all__ = [
     "Tie",
     "agreement_between",
     "agreement_by_level",
+    "failures_are_the_size",
     "find_tie",
     "level_gains",
     "rank_agreement",
@@ -186,6 +187,62 @@ def find_tie(scores: Sequence[float], keep: float) -> Tie | None:
     if widths[start] <= s.size / 2:
         return None
     return Tie(False, float(s[start]), float(s[ends[start] - 1]), best)
+
+
+def failures_are_the_size(
+    trials: Iterable[tuple[Hashable, int, float]],
+    level: int,
+    judged: Collection[Hashable] | None = None,
+) -> bool:
+    """Whether the failures at a subset size are the size's, not the settings'.
+
+    Some fits fail, or score nan, only because a subset is small (a k-NN
+    asking for more neighbours than the subset has rows, a rare category the
+    subset misses); a search that ranks them last there never tries them on
+    more rows. A size's failures are taken to be its own once a
+    configuration that failed there has succeeded at a larger size, or once
+    :data:`MIN_PAIRS` judged trials there have all failed.
+
+    Parameters
+    ----------
+    trials : iterable of (key, level, score)
+        Finished trials: the configuration, its size's level, its score
+        (non-finite for a failure).
+    level : int
+        The size judged.
+    judged : collection of keys, default=None
+        The configurations at ``level`` whose all failing counts (for
+        example only random ones); None: every trial there.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> nan = float("nan")
+    >>> trials = [("a", 0, 0.8), ("b", 0, nan), ("b", 2, nan)]
+    >>> failures_are_the_size(trials, 0)  # b fails on more rows too
+    False
+    >>> failures_are_the_size(trials + [("c", 0, nan), ("c", 1, 0.7)], 0)
+    True
+    >>> failures_are_the_size([(k, 0, nan) for k in "vwxyz"], 0)
+    True
+    """
+    trials = list(trials)
+    at = [
+        score
+        for key, k, score in trials
+        if k == level and (judged is None or key in judged)
+    ]
+    if len(at) >= MIN_PAIRS and not any(map(math.isfinite, at)):
+        return True
+    failed = {
+        key for key, k, score in trials if k == level and not math.isfinite(score)
+    }
+    return any(
+        k > level and math.isfinite(score) and key in failed for key, k, score in trials
+    )
 
 
 def agreement_by_level(

@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from ._fidelity import (
-    MIN_PAIRS,
     Agreement,
     Tie,
     agreement_by_level,
+    failures_are_the_size,
     find_tie,
     level_gains,
     smallest_trusted_level,
@@ -244,18 +244,14 @@ class RungLedger(RungCosts):
             self.base_trajectory.append((float(elapsed), self.base))
 
     def _fails_for_size(self, k: int) -> bool:
-        """Whether rung ``k``'s failures are its size's, not the settings'."""
-        scores = self._scores[k]
-        random = [scores[key] for key in self._random[k]]
-        if len(random) >= MIN_PAIRS and not any(map(math.isfinite, random)):
-            return True
-        for key, score in scores.items():
-            if math.isfinite(score):
-                continue
-            for j in self._done[key]:
-                if j > k and math.isfinite(self._scores[j].get(key, math.nan)):
-                    return True
-        return False
+        """Whether rung ``k``'s failures are its size's, not the settings'
+        (only its random configurations' all failing counts)."""
+        trials = (
+            (key, j, score)
+            for j in range(k, len(self._scores))
+            for key, score in self._scores[j].items()
+        )
+        return failures_are_the_size(trials, k, judged=self._random[k])
 
     def _skip_cheap_rungs(self, elapsed: float) -> None:
         # a base rung whose step up costs little more screens fewer

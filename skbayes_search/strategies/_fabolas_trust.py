@@ -39,6 +39,7 @@ from .._fidelity import (
     MIN_PAIRS,
     Agreement,
     agreement_between,
+    failures_are_the_size,
     rank_agreement,
     size_level,
 )
@@ -247,20 +248,9 @@ class SubsetTrust:
         # absent from the subset), and one on which every trial failed tells
         # the model nothing: the penalty it sees there would steer it away
         # from configurations that are fine on all rows
-        while self.bound < self.top and self._fails_for_size(self.bound):
+        while self.bound < self.top and failures_are_the_size(self._seen, self.bound):
             self.bound += 1
             self.bound_trajectory.append((float(elapsed), self.fraction(self.bound)))
-
-    def _fails_for_size(self, level: int) -> bool:
-        scores = [s for _, k, s in self._seen if k == level]
-        if len(scores) >= MIN_PAIRS and not any(map(math.isfinite, scores)):
-            return True
-        failed = {
-            key for key, k, s in self._seen if k == level and not math.isfinite(s)
-        }
-        return any(
-            k > level and math.isfinite(s) and key in failed for key, k, s in self._seen
-        )
 
     # -- questions -------------------------------------------------------------
     def evaluated_at(self, trials: Sequence[Any], level: int) -> np.ndarray:
