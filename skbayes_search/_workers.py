@@ -82,21 +82,32 @@ class Workers:
 
 
 class InlineWorkers(Workers):
-    """Run each job at once in this process (one job, nothing to stop)."""
+    """Run the jobs in this process, one per :meth:`wait` (nothing to stop).
+
+    A strategy may submit several trials at once (an initial design); each
+    fit runs only when the search waits, so every trial is committed the
+    moment its last fold finishes, with its own finishing time, before the
+    next fit starts.
+    """
 
     def __init__(self) -> None:
-        self._done: deque = deque()
+        self._queue: deque = deque()
 
     def submit(self, key: Hashable, func: Callable, kwargs: dict) -> None:
-        self._done.append((key, func(**kwargs)))
+        self._queue.append((key, func, kwargs))
 
     def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
-        done, self._done = list(self._done), deque()
-        return done
+        if not self._queue:
+            return []
+        key, func, kwargs = self._queue.popleft()
+        return [(key, func(**kwargs))]
 
     def discard(self, keys: set, stop: bool = True) -> float:
-        self._done = deque(item for item in self._done if item[0] not in keys)
+        self._queue = deque(job for job in self._queue if job[0] not in keys)
         return 0.0
+
+    def close(self) -> None:
+        self._queue.clear()
 
 
 class BatchWorkers(Workers):

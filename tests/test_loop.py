@@ -384,3 +384,35 @@ def test_a_final_trial_running_at_max_time_gets_the_grace_period(cls):
         assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
     else:
         assert params == [0.5]
+
+
+class Interrupting(Sleepy):
+    """Raises KeyboardInterrupt (a Ctrl-C) in the ``stop_at``-th fit."""
+
+    n_fits = 0
+    stop_at = 0
+
+    def fit(self, X, y=None):
+        type(self).n_fits += 1
+        if type(self).n_fits == type(self).stop_at:
+            raise KeyboardInterrupt
+        return super().fit(X, y)
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_with_one_job_each_trial_is_committed_before_the_next_fit(name, tmp_path):
+    # a strategy may ask for several trials at once (FABOLAS's initial
+    # design); run inline, their fits must still be committed one by one
+    path = tmp_path / "interrupted.sqlite"
+    search = _strategy(name, tmp_path)
+    if name != "transfer":
+        search.set_params(store=path)
+    path = search.store
+    search.set_params(estimator=Interrupting(), n_jobs=1, run_name="interrupted")
+    Interrupting.n_fits, Interrupting.stop_at = 0, 7
+    with warnings.catch_warnings(), pytest.raises(KeyboardInterrupt):
+        warnings.simplefilter("ignore", UserWarning)
+        search.fit(X, Y)
+    store = TrialStore(path)
+    # two folds a trial: the six fits before the interrupt are three trials
+    assert len(store.trials(store.run_id("interrupted"))) == 3
