@@ -31,13 +31,17 @@ _MIN_START_SEPARATION = 0.05
 _FD_STEP = 1e-5
 # perturbation scales around seeds: local refinement up to a wide jump
 _PERTURB_SCALES = (0.005, 0.02, 0.05, 0.1, 0.2)
+# candidates scored per round when an upper bound orders them
+_BOUND_BLOCK = 128
 
 
 def _clip_unit(U: np.ndarray) -> np.ndarray:
     return np.clip(U, 0.0, 1.0)
 
 
-def _evaluate(func: Callable, U: np.ndarray, chunk: int = 4096) -> np.ndarray:
+def _evaluate(
+    func: Callable, U: np.ndarray, chunk: int = 4096, nan: float = -np.inf
+) -> np.ndarray:
     if U.shape[0] == 0:
         return np.empty(0)
     vals = np.concatenate(
@@ -50,8 +54,8 @@ def _evaluate(func: Callable, U: np.ndarray, chunk: int = 4096) -> np.ndarray:
         raise ValueError(
             f"func returned {vals.shape[0]} values for {U.shape[0]} points."
         )
-    # nan would poison the ranking; treat it as the worst possible value
-    return np.where(np.isnan(vals), -np.inf, vals)
+    # nan would poison the ranking; by default the worst possible value
+    return np.where(np.isnan(vals), nan, vals)
 
 
 def _excluded_mask(U: np.ndarray, exclude: np.ndarray | None) -> np.ndarray:
@@ -64,6 +68,59 @@ def _excluded_mask(U: np.ndarray, exclude: np.ndarray | None) -> np.ndarray:
         d = np.abs(U[i : i + step, None, :] - exclude[None, :, :]).max(axis=2)
         out[i : i + step] = (d <= _EXCLUDE_TOL).any(axis=1)
     return out
+
+
+def _starts(C: np.ndarray, vals: np.ndarray, n_polish: int) -> list[int]:
+    """Rows of the best distinct candidates, the polish's starting points."""
+    starts: list[int] = []
+    for i in np.argsort(-vals, kind="stable"):
+        if len(starts) >= n_polish or not np.isfinite(vals[i]):
+            break
+        if all(np.max(np.abs(C[i] - C[s])) > _MIN_START_SEPARATION for s in starts):
+            starts.append(int(i))
+    return starts
+
+
+def _evaluate_bounded(
+    func: Callable,
+    bound: Callable,
+    C: np.ndarray,
+    n_polish: int,
+    n_top: int,
+    excl: np.ndarray | None,
+) -> np.ndarray:
+    """``func`` at the candidates that can matter, ``-inf`` at the others.
+
+    Candidates are scored in decreasing order of ``bound`` (an upper bound on
+    ``func``) until no unscored one could be among the polish's starting
+    points or the ``n_top`` best admissible candidates: an unscored value is
+    at most the largest bound left, which lies below the last start's value
+    and the ``n_top``-th admissible value. The search's result is then the
+    one scoring every candidate would give.
+    """
+    # an unknown bound must not prune
+    b = _evaluate(bound, C, nan=np.inf)
+    order = np.argsort(-b, kind="stable")
+    vals = np.full(C.shape[0], -np.inf)
+    done = 0
+    while done < C.shape[0]:
+        idx = order[done : done + _BOUND_BLOCK]
+        vals[idx] = _evaluate(func, C[idx])
+        done += idx.size
+        if done == C.shape[0]:
+            break
+        rest = b[order[done]]
+        if rest == -np.inf:
+            break  # every bound left is -inf, and so is every value left
+        starts = _starts(C, vals, n_polish)
+        if len(starts) < n_polish or (starts and not vals[starts[-1]] > rest):
+            continue
+        scored = order[:done]
+        admissible = scored[~_excluded_mask(C[scored], excl)]
+        top = np.sort(vals[admissible])[::-1][:n_top]
+        if top.size == n_top and top[-1] > rest:
+            break
+    return vals
 
 
 def _polish(func: Callable, x0: np.ndarray, maxiter: int) -> np.ndarray:
@@ -113,6 +170,7 @@ def _maximize(
     maxiter: int,
     refine: Callable | None,
     n_refine: int,
+    bound: Callable | None,
 ) -> tuple[np.ndarray, float]:
     n_dims = int(n_dims)
     if n_dims < 1:
@@ -136,16 +194,14 @@ def _maximize(
             P = S[:, None, :] + scales[None, :, None] * noise
             cands.append(P.reshape(-1, n_dims))
     C = snap_(np.vstack(cands))
-    vals = _evaluate(func, C)
+    n_top = n_refine if refine is not None else 1
+    if bound is None:
+        vals = _evaluate(func, C)
+    else:
+        vals = _evaluate_bounded(func, bound, C, n_polish, n_top, excl)
 
     # polish the best distinct starting points
-    order = np.argsort(-vals, kind="stable")
-    starts: list[np.ndarray] = []
-    for i in order:
-        if len(starts) >= n_polish or not np.isfinite(vals[i]):
-            break
-        if all(np.max(np.abs(C[i] - s)) > _MIN_START_SEPARATION for s in starts):
-            starts.append(C[i])
+    starts = [C[i] for i in _starts(C, vals, n_polish)]
     if starts:
         polished = snap_(np.vstack([_polish(func, s, maxiter) for s in starts]))
         C = np.vstack([C, polished])
@@ -193,6 +249,7 @@ def maximize(
     maxiter: int = 50,
     refine: Callable[[np.ndarray], np.ndarray] | None = None,
     n_refine: int = 16,
+    bound: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, float]:
     """Maximise a vectorised function over the unit cube.
 
@@ -227,6 +284,11 @@ def maximize(
         with ``refine`` and the best of them is returned.
     n_refine : int, default=16
         Candidates re-scored by ``refine``.
+    bound : callable, optional
+        A cheaper upper bound on ``func`` (same signature, never below it).
+        The candidates are then scored with ``func`` best bound first, and
+        only until no unscored one could change the result: the same point
+        and value as without it, at a fraction of the calls.
 
     Returns
     -------
@@ -263,6 +325,7 @@ def maximize(
             maxiter,
             refine,
             int(n_refine),
+            bound,
         )
 
 
@@ -294,7 +357,9 @@ def propose_batch(
         ``acquisition_for(P)`` with ``P`` of shape ``(k, n_dims)`` or None
         (nothing pending) returns the function to maximise, or a pair
         ``(screen, refine)`` passed to :func:`maximize` as ``func`` and
-        ``refine``. It is called once per point, before the point's search.
+        ``refine``. A function with an ``upper_bound`` attribute (a callable)
+        gives it to :func:`maximize` as ``bound``. It is called once per
+        point, before the point's search.
     n_points : int
         Batch size.
     n_dims : int
@@ -366,6 +431,7 @@ def propose_batch(
                     seeds=seeds,
                     exclude=blocked,
                     refine=refine,
+                    bound=getattr(func, "upper_bound", None),
                     **maximize_kwargs,
                 )
             except ValueError:

@@ -139,6 +139,72 @@ def _propose_gp(
     )
 
 
+def _bumpy(U):
+    """Several peaks, so the polish's starts and the exclusions matter."""
+    return np.sin(7.0 * U[:, 0]) * np.cos(5.0 * U[:, 1]) - 0.3 * U[:, 0]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"exclude": "best"},
+        {"refine": True},
+        {"snap": True},
+        {"n_polish": 0},
+    ],
+)
+def test_maximize_with_an_upper_bound_gives_the_same_point_scoring_fewer(options):
+    scored = []
+
+    def func(U):
+        scored.append(len(U))
+        return _bumpy(U)
+
+    def bound(U):
+        # above func everywhere, tight near x = 0.2 and loose elsewhere
+        return _bumpy(U) + 0.5 * np.abs(U[:, 0] - 0.2)
+
+    kw = dict(n_candidates=2048, seeds=[[0.2, 0.6]])
+    if options.get("exclude"):
+        best, _ = maximize(_bumpy, 2, rng=np.random.default_rng(3), **kw)
+        kw["exclude"] = [best]
+    if options.get("refine"):
+        kw.update(refine=lambda U: _bumpy(U) - 0.01 * U[:, 1], n_refine=4)
+    if options.get("snap"):
+        kw["snap"] = lambda U: np.round(U * 20) / 20
+    if "n_polish" in options:
+        kw["n_polish"] = options["n_polish"]
+    plain = maximize(func, 2, rng=np.random.default_rng(0), **kw)
+    n_plain = sum(scored)
+    scored.clear()
+    bounded = maximize(func, 2, rng=np.random.default_rng(0), bound=bound, **kw)
+    np.testing.assert_array_equal(bounded[0], plain[0])
+    assert bounded[1] == plain[1]
+    assert sum(scored) < 0.5 * n_plain
+
+
+def test_maximize_scores_every_candidate_whose_bound_is_unknown():
+    scored = []
+
+    def func(U):
+        scored.append(len(U))
+        return _bumpy(U)
+
+    plain = maximize(func, 2, rng=np.random.default_rng(0), n_candidates=512)
+    n_plain = sum(scored)
+    scored.clear()
+    x, v = maximize(
+        func,
+        2,
+        rng=np.random.default_rng(0),
+        n_candidates=512,
+        bound=lambda U: np.full(len(U), np.nan),
+    )
+    assert (x.tolist(), v) == (plain[0].tolist(), plain[1])
+    assert sum(scored) == n_plain
+
+
 @pytest.mark.parametrize("acquisition", ["ei", "pi", "lcb", "ei_per_second"])
 def test_propose_batch_distinct_new_and_reproducible(acquisition):
     s, X, y = fitted_surrogate(n=10, d=2, sampling="map")

@@ -17,6 +17,7 @@ from skbayes_search.acquisition.tradeoff import (
     make_tradeoff_acquisition,
 )
 from skbayes_search.gp import GPSurrogate
+from skbayes_search.optimize import maximize
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
@@ -373,3 +374,53 @@ def test_pending_points_condition_both_gps(surrogates):
         )(U)
     # a pending point is worth much less once its outcome is fantasised
     assert np.all(batch[:2] < alone[:2] - np.log(10))
+
+
+@pytest.mark.parametrize("n_pending", [0, 2])
+def test_the_upper_bound_is_never_below_the_acquisition(surrogates, n_pending):
+    loss_s, time_s, loss, log_t, U = surrogates
+    rng = np.random.default_rng(n_pending)
+    U = np.vstack([U, rng.random((500, 2))])
+    pending = rng.random((n_pending, 2)) if n_pending else None
+    for alpha, scale in [(0.05, 1.0), (0.3, 0.5), (2.0, 0.1)]:
+        # the incumbent as the search has it: the best trade-off observed
+        best = float(np.max(-loss - alpha * np.exp(log_t) / scale))
+        acq = make_tradeoff_acquisition(
+            loss_s,
+            time_s,
+            tradeoff_best=best,
+            time_scale=scale,
+            alpha=alpha,
+            X_pending=pending,
+            rng=np.random.default_rng(0),
+        )
+        with single_blas_thread():
+            value, bound = acq(U), acq.upper_bound(U)
+        assert np.all(bound >= value)
+        # and it is near enough to prune: within a factor of 20 (in EI) at
+        # the best tenth of the candidates
+        top = value >= np.quantile(value, 0.9)
+        assert np.median(bound[top] - value[top]) < math.log(20.0)
+
+
+def test_the_bound_leaves_the_proposal_unchanged(surrogates):
+    loss_s, time_s, loss, log_t, U = surrogates
+    best = float(np.max(-loss - 0.3 * np.exp(log_t)))
+    for n_pending, snap in [(0, None), (1, None), (0, lambda V: np.round(V * 8) / 8)]:
+        acq = make_tradeoff_acquisition(
+            loss_s,
+            time_s,
+            tradeoff_best=best,
+            time_scale=1.0,
+            alpha=0.3,
+            X_pending=U[:n_pending] if n_pending else None,
+            rng=np.random.default_rng(0),
+        )
+        kw = dict(snap=snap, seeds=U[:3], exclude=U[3:8], n_candidates=1024)
+        # maximize uses a bound only when given one
+        plain = maximize(acq, 2, rng=np.random.default_rng(1), **kw)
+        bounded = maximize(
+            acq, 2, rng=np.random.default_rng(1), bound=acq.upper_bound, **kw
+        )
+        assert bounded[0].tolist() == plain[0].tolist()
+        assert bounded[1] == plain[1]
