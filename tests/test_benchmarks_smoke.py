@@ -821,3 +821,40 @@ def test_subset_failures_study_tables_answers_and_errors():
     lines = table(rows).splitlines()
     assert lines[2].startswith("| pca | halving | 2 | error: All the 5 trials")
     assert lines[3] == "| knn | grid | 0 | 20 | 0.7820 | 0 / 8 | 4000 | 2 |"
+
+
+def test_tradeoff_proposal_study_times_each_proposal_with_or_without_bound():
+    from sklearn.datasets import make_classification
+    from sklearn.svm import SVC
+
+    import skbayes_search.strategies.tradeoff as module
+    from benchmarks.studies.tradeoff_proposal import (
+        SPACE,
+        _without_bound,
+        proposal_seconds,
+    )
+    from skbayes_search import TradeoffBayesSearchCV
+
+    X, y = make_classification(120, 4, random_state=0)
+    search = TradeoffBayesSearchCV(
+        SVC(), SPACE, n_iter=6, cv=2, hyperparameter_sampling="map", random_state=0
+    )
+    # every proposal after the three design trials is timed
+    assert proposal_seconds(search, X, y).size == 3
+
+    make = module.make_tradeoff_acquisition
+
+    def bounded(*args, **kwargs):
+        func = lambda U: U[:, 0]  # noqa: E731
+        func.upper_bound = lambda U: U[:, 0] + 1.0
+        return func
+
+    module.make_tradeoff_acquisition = bounded
+    try:
+        with _without_bound():
+            acq = module.make_tradeoff_acquisition()
+            assert not hasattr(acq, "upper_bound")
+            assert acq(np.ones((2, 1))).tolist() == [1.0, 1.0]
+        assert hasattr(module.make_tradeoff_acquisition(), "upper_bound")
+    finally:
+        module.make_tradeoff_acquisition = make

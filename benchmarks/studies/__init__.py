@@ -13,5 +13,7 @@ needs them (:mod:`benchmarks.tasks`):
   data, read from a finished ``benchmarks.run`` folder;
 - ``tradeoff_sweep``: TradeoffBayesSearchCV's ``alpha`` sweep against
   BayesSearchCV;
+- ``tradeoff_proposal``: TradeoffBayesSearchCV's seconds per proposal, with
+  and without its acquisition's upper bound;
 - ``transfer_stream``: TransferBayesSearchCV on a stream of data sets.
 """
