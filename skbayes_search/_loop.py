@@ -9,7 +9,8 @@ time a proposal takes, so no worker waits for the search's own process; with
 one, after each trial. The moment the last fold of a trial finishes, the
 trial is recorded: committed to the store, then appended to ``ctx.trials``.
 A trial past ``trial_timeout`` is stopped and recorded as failed with the
-reason; at ``max_time`` the running trials are stopped and left unrecorded (a
+reason (its clock starts when a worker is free for it: trials proposed
+together wait in the loop, not in the workers' queue); at ``max_time`` the running trials are stopped and left unrecorded (a
 resumed run proposes again), and the final trials a strategy asks for
 (``_finalize``) get a short grace period.
 """
@@ -139,6 +140,8 @@ class SearchLoop:
         self._fold_seconds: deque[float] = deque(maxlen=_RECENT)
         # committed trials of the current synchronous batch, not yet published
         self._batch: dict[int, tuple[Any, list]] = {}
+        # proposed trials waiting for a free worker (with a trial_timeout only)
+        self._backlog: deque[Trial] = deque()
 
     # ------------------------------------------------------------------
     def run(self) -> None:
@@ -146,6 +149,7 @@ class SearchLoop:
         ctx = self.ctx
         asking = True
         while True:
+            self._start_backlog()
             if asking:
                 asking = self._fill()
             if not self._running:
@@ -158,13 +162,13 @@ class SearchLoop:
                 # which get the final trials' grace period
                 self._abandon()
                 break
-        final = self.search._finalize(ctx)
-        if final:
-            self._submit(final)
+        # the final trials, and any held since asked for
+        self._submit(self.search._finalize(ctx) or [])
         grace = final_deadline(ctx.max_time)
         while self._running:
             self._collect(self.workers.wait(self._wait_timeout(grace)))
             self._expire(final=True)
+            self._start_backlog()
         raise_if_all_failed(ctx, at_end=True)
 
     # ------------------------------------------------------------------
@@ -206,7 +210,7 @@ class SearchLoop:
         """Ask for trials while a worker would otherwise idle; False once the
         strategy or the budget has nothing more to give."""
         ctx = self.ctx
-        while self._wants_work():
+        while not self._backlog and self._wants_work():
             n_free = ctx.n_remaining()
             started = bool(ctx.trials or self._running)
             # the first trials run whatever max_time says, so a result exists
@@ -229,8 +233,20 @@ class SearchLoop:
         return max(1, math.ceil(idle / self.ctx.n_splits))
 
     def _submit(self, trials: list[Trial]) -> None:
-        ctx = self.ctx
+        """Start the trials, or with a ``trial_timeout`` hold those no worker
+        is free for: a trial's clock starts when it is started, and a trial
+        waiting behind others would run out of time without running."""
         for trial in trials:
+            self.ctx.pending.append(trial)
+            self._backlog.append(trial)
+        self._start_backlog()
+
+    def _start_backlog(self) -> None:
+        ctx = self.ctx
+        while self._backlog and (
+            self.trial_timeout is None or self._folds_left() < self.workers.n_workers
+        ):
+            trial = self._backlog.popleft()
             tid = self._next_id
             self._next_id += 1
             start = time.perf_counter()
@@ -238,7 +254,7 @@ class SearchLoop:
                 trial.params,
                 trial.fraction,
                 self.fit_kwargs(ctx.n_splits),
-                candidate_progress=(len(ctx.trials) + len(ctx.pending), ctx.budget),
+                candidate_progress=(len(ctx.trials) + len(self._running), ctx.budget),
             )
             timeout = math.inf if self.trial_timeout is None else self.trial_timeout
             self._running[tid] = _Running(
@@ -248,7 +264,6 @@ class SearchLoop:
                 start,
                 start + timeout,
             )
-            ctx.pending.append(trial)
             for k, (func, kwargs) in enumerate(jobs):
                 self.workers.submit((tid, k), func, kwargs)
 
@@ -274,7 +289,7 @@ class SearchLoop:
         self.ctx.pending.remove(running.trial)
         record = self.commit(running.trial, outs, running.position, finish)
         self._batch[tid] = (record, outs)
-        if self.asynchronous or not self._running:
+        if self.asynchronous or not (self._running or self._backlog):
             self._publish_batch()
 
     def _publish_batch(self) -> None:
@@ -336,7 +351,7 @@ class SearchLoop:
 
     def _abandon(self) -> None:
         """Stop waiting for every running trial but the final ones (see
-        ``Trial.final``); none of those stopped is recorded.
+        ``Trial.final``), and drop those held; none of them is recorded.
 
         Their fits are left to finish (starting worker processes afresh would
         eat the final trials' grace period); the workers' ``close`` ends any
@@ -348,4 +363,8 @@ class SearchLoop:
         self.workers.discard(keys, stop=False)
         for tid in stopped:
             self.ctx.pending.remove(self._running.pop(tid).trial)
+        # and those not started yet are dropped, final ones kept
+        for trial in [t for t in self._backlog if not t.final]:
+            self._backlog.remove(trial)
+            self.ctx.pending.remove(trial)
         self._publish_batch()

@@ -258,6 +258,29 @@ def test_a_trial_past_trial_timeout_is_stopped_and_recorded(tmp_path):
     _assert_hanging_fits_ended(pids)
 
 
+def test_trials_waiting_for_a_worker_do_not_run_out_of_trial_timeout():
+    # FABOLAS proposes its initial design at once: eight trials of 0.4 s
+    # each (two folds of 0.2 s) would wait up to 2.8 s for the one worker,
+    # longer than trial_timeout, had their clocks started when proposed
+    search = FabolasSearchCV(
+        Sleepy(pause=0.2),
+        {"a": Real(0.1, 2.0), "b": Real(0.0, 1.0)},
+        n_iter=10,
+        n_initial_points=4,
+        n_representers=5,
+        n_hyper_samples=2,
+        min_resources=10,
+        cv=2,
+        trial_timeout=2.0,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FitFailedWarning)
+        search.fit(X, Y)
+    assert not search.cv_results_["fit_failed"].any()
+    assert len(search.cv_results_["params"]) == 10
+
+
 def test_max_time_stops_a_hanging_first_trial(tmp_path):
     pids = _pid_dir(tmp_path)
     search = BayesSearchCV(
