@@ -21,6 +21,17 @@ from .dimensions import (
 )
 
 
+# Cumulative probabilities of continuous distributions are kept on a grid of
+# this step: cdf(ppf(u)) misses u by rounding (by more where scipy inverts the
+# cdf numerically), so without it a configuration would have several
+# encodings, and a point evaluated would not be recognised as seen.
+_GRID = 2.0**-30
+
+
+def _on_grid(u: np.ndarray) -> np.ndarray:
+    return np.round(np.asarray(u, dtype=float) / _GRID) * _GRID
+
+
 class _FrozenDistribution(Dimension):
     """A scipy.stats frozen distribution sampled through its ppf.
 
@@ -92,6 +103,8 @@ class _FrozenDistribution(Dimension):
 
     def _decode(self, block: np.ndarray) -> np.ndarray:
         u = np.clip(block[:, 0], _DIST_EPS, 1 - _DIST_EPS)
+        if not self._discrete:
+            u = _on_grid(u)
         v = np.asarray(self.dist.ppf(u), dtype=float)
         return v.astype(np.int64) if self._int_values else v
 
@@ -104,7 +117,7 @@ class _FrozenDistribution(Dimension):
             u = lower + 0.5 * (upper - lower)
             u = np.where(u > lower, u, upper)
         else:
-            u = self.dist.cdf(v)
+            u = _on_grid(np.clip(self.dist.cdf(v), _DIST_EPS, 1 - _DIST_EPS))
         return np.clip(u, _DIST_EPS, 1 - _DIST_EPS)[:, None]
 
     def _contains(self, value: Any) -> bool:
