@@ -10,9 +10,10 @@ one, after each trial. The moment the last fold of a trial finishes, the
 trial is recorded: committed to the store, then appended to ``ctx.trials``.
 A trial past ``trial_timeout`` is stopped and recorded as failed with the
 reason (its clock starts when a worker is free for it: trials proposed
-together wait in the loop, not in the workers' queue); at ``max_time`` the running trials are stopped and left unrecorded (a
-resumed run proposes again), and the final trials a strategy asks for
-(``_finalize``) get a short grace period.
+together wait in the loop, not in the workers' queue); at ``max_time`` the
+running trials are stopped and left unrecorded (a resumed run proposes
+again), and the final trials a strategy asks for (``_finalize``) get a short
+grace period.
 """
 
 from __future__ import annotations

@@ -148,9 +148,7 @@ def _upper_bound(
     lo = log_o.min(axis=(1, 2, 3))
     inner = log_o[..., np.abs(_NODES) <= _BOUND_Z]
     a = inner.min(axis=(1, 2, 3))
-    width = np.maximum(inner.max(axis=(1, 2, 3)) - a, _TINY_WIDTH) / (
-        _N_BOUND_BINS - 1
-    )
+    width = np.maximum(inner.max(axis=(1, 2, 3)) - a, _TINY_WIDTH) / (_N_BOUND_BINS - 1)
     edges = np.concatenate(
         [lo[:, None], a[:, None] + width[:, None] * np.arange(_N_BOUND_BINS - 1)],
         axis=1,

@@ -20,7 +20,6 @@ from .dimensions import (
     Real,
 )
 
-
 # Cumulative probabilities of continuous distributions are kept on a grid of
 # this step: cdf(ppf(u)) misses u by rounding (by more where scipy inverts the
 # cdf numerically), so without it a configuration would have several
