@@ -122,18 +122,17 @@ def _upper_bound(
     alpha: float,
     best: np.ndarray,
 ) -> np.ndarray:
-    """An upper bound on :func:`log_ei_tradeoff` averaged over the samples,
-    at a tenth or less of its cost.
+    """An upper bound on :func:`log_ei_tradeoff` averaged over the samples.
 
     The quadrature's terms are the score's EI at ``best + alpha * o`` for the
     nodes ``o`` of every time sample, and that EI falls as ``o`` grows. Each
     candidate's node times are binned (:data:`_N_BOUND_BINS` bins, even in
     ``log o`` over the central nodes, the first from the smallest node) and
-    every node is replaced by its bin's lower edge, and each
-    fantasy's ``best`` by its smallest over the time samples. The node
-    weights of a bin then add up over the time samples, so the bound costs
-    one EI per loss sample, fantasy and bin instead of one per loss sample,
-    time sample, fantasy and node.
+    every node is replaced by its bin's lower edge, and each fantasy's
+    ``best`` by its smallest over the time samples. The node weights of a
+    bin then add up over the time samples, so the bound costs one EI per
+    loss sample, fantasy and bin instead of one per loss sample, time
+    sample, fantasy and node: with ten time samples, a twelfth as many.
     """
     n = mean_L.shape[0]
     n_fant = mean_L.shape[3]
