@@ -15,7 +15,8 @@ workers follow joblib's active backend:
   stops waiting for it);
 - one job and nothing to stop: fits run inline, one after the other;
 - any other backend: a batch through ``joblib.Parallel`` whenever the search
-  waits (synchronous, as scikit-learn's searches run).
+  waits, whose results come back one by one as they finish (trials proposed
+  meanwhile wait for the next batch).
 """
 
 from __future__ import annotations
@@ -111,7 +112,14 @@ class InlineWorkers(Workers):
 
 
 class BatchWorkers(Workers):
-    """Queue jobs and run the queue through ``joblib.Parallel`` on wait."""
+    """Run the queued jobs as one ``joblib.Parallel`` batch, and hand each
+    result back as it finishes.
+
+    For backends without futures: jobs submitted while a batch runs wait for
+    the next batch, but every finished job is returned by the next
+    :meth:`wait`, so the search commits each trial as it finishes instead of
+    when its whole batch has.
+    """
 
     def __init__(self, n_jobs: int | None, pre_dispatch: Any) -> None:
         self.n_workers = max(1, effective_n_jobs(n_jobs))
@@ -119,17 +127,42 @@ class BatchWorkers(Workers):
             n_jobs=n_jobs, pre_dispatch=pre_dispatch, return_as="generator_unordered"
         )
         self._queue: list = []
+        self._batch: Any = None
+        self._batch_keys: set = set()
+        self._ignored: set = set()
 
     def submit(self, key: Hashable, func: Callable, kwargs: dict) -> None:
         self._queue.append((key, func, kwargs))
 
     def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
-        queue, self._queue = self._queue, []
-        return list(self._parallel(delayed(_tagged)(k, f, kw) for k, f, kw in queue))
+        while True:
+            if self._batch is None:
+                if not self._queue:
+                    return []
+                queue, self._queue = self._queue, []
+                self._batch_keys = {k for k, _, _ in queue}
+                self._batch = self._parallel(
+                    delayed(_tagged)(k, f, kw) for k, f, kw in queue
+                )
+            for key, out in self._batch:
+                if key in self._ignored:
+                    self._ignored.discard(key)
+                    continue
+                return [(key, out)]
+            self._batch = None
 
     def discard(self, keys: set, stop: bool = True) -> float:
         self._queue = [job for job in self._queue if job[0] not in keys]
+        if self._batch is not None:
+            # running in the batch: their results are dropped when they come
+            self._ignored |= keys & self._batch_keys
         return 0.0
+
+    def close(self) -> None:
+        if self._batch is not None:
+            self._batch.close()
+            self._batch = None
+        self._queue = []
 
 
 def _broken(executor: cf.Executor) -> bool:

@@ -6,8 +6,10 @@ import threading
 import time
 
 import pytest
+from joblib import parallel_backend, register_parallel_backend
+from joblib.parallel import ThreadingBackend
 
-from skbayes_search._workers import FutureWorkers
+from skbayes_search._workers import FutureWorkers, make_workers
 
 
 def _sleep(seconds):
@@ -82,3 +84,35 @@ def test_a_search_leaves_no_memory_mapped_copy_of_the_data_behind(hang_above, ti
     if timeout is not None:
         assert "failed 0" not in done.stdout  # some fit was stopped
     assert "leaked" not in done.stderr, done.stderr
+
+
+class _OtherBackend(ThreadingBackend):
+    """A backend the workers know nothing of (as ray's or spark's)."""
+
+
+def test_other_backends_hand_back_each_result_as_it_finishes():
+    register_parallel_backend("skbayes-test-other", _OtherBackend)
+    with parallel_backend("skbayes-test-other", n_jobs=2):
+        workers = make_workers(2)
+    assert type(workers).__name__ == "BatchWorkers"
+    with parallel_backend("skbayes-test-other", n_jobs=2):
+        for k in range(5):
+            workers.submit(k, _square, {"x": k})
+        workers.discard({3})
+        first = workers.wait(None)
+        # one result per wait, so the search commits each trial on its own
+        assert len(first) == 1
+        # a job of the running batch not handed back yet
+        dropped = min({0, 1, 2, 4} - {first[0][0]})
+        workers.discard({dropped})
+        workers.submit(9, _square, {"x": 9})  # waits for the next batch
+        got = dict(first)
+        while out := workers.wait(None):
+            assert len(out) == 1
+            got.update(out)
+    workers.close()
+    assert got == {k: k * k for k in (0, 1, 2, 4, 9) if k != dropped}
+
+
+def _square(x):
+    return x * x
