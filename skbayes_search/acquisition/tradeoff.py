@@ -300,9 +300,9 @@ def make_tradeoff_acquisition(
                     T_f = T_f - alpha * np.exp(log_t_f - log_scale)
                 best[i, j] = np.maximum(best[i, j], T_f.max(axis=0))
 
-    def predict(U: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Score and log-time posteriors at ``U``, shaped to broadcast as
-        (candidates, loss samples, time samples, fantasies)."""
+    # posteriors at U, shaped to broadcast as (candidates, loss samples, time
+    # samples, fantasies)
+    def score_posterior(U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = U.shape[0]
         mean_L = np.empty((n, len(loss_members), 1, n_fant))
         var_L = np.empty((n, len(loss_members), 1, 1))
@@ -310,25 +310,27 @@ def make_tradeoff_acquisition(
             mu, var = post.predict(U)
             mean_L[:, i, 0, :] = -mu.reshape(n, -1)
             var_L[:, i, 0, 0] = var
-        if not use_time:
-            return mean_L, var_L
+        return mean_L, np.sqrt(var_L)
+
+    def time_posterior(U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n = U.shape[0]
         mean_g = np.empty((n, 1, len(time_members), n_fant))
         std_g = np.empty((n, 1, len(time_members), 1))
         for j, (post, _) in enumerate(time_members):
             mu, std = post.mean_std(U)
             mean_g[:, 0, j, :] = mu.reshape(n, -1) - log_scale
             std_g[:, 0, j, 0] = std
-        return mean_L, np.sqrt(var_L), mean_g, std_g
+        return mean_g, std_g
 
     def func(U: np.ndarray) -> np.ndarray:
         U = np.atleast_2d(np.asarray(U, dtype=float))
         n = U.shape[0]
+        mean_L, std_L = score_posterior(U)
         if not use_time:
-            mean_L, var_L = predict(U)
-            vals = log_ei(-mean_L, np.sqrt(var_L), -best).reshape(n, -1)
+            vals = log_ei(-mean_L, std_L, -best).reshape(n, -1)
             out = log_mean_exp(vals, axis=1)
             return out if log else np.exp(out)
-        mean_L, std_L, mean_g, std_g = predict(U)
+        mean_g, std_g = time_posterior(U)
         # candidates per chunk of the (candidates, loss samples, time samples,
         # fantasies, nodes) quadrature tensor
         step = max(1, _CHUNK_TERMS // (best.size * N_NODES))
@@ -352,7 +354,7 @@ def make_tradeoff_acquisition(
 
         def upper_bound(U: np.ndarray) -> np.ndarray:
             U = np.atleast_2d(np.asarray(U, dtype=float))
-            out = _upper_bound(*predict(U), alpha, best)
+            out = _upper_bound(*score_posterior(U), *time_posterior(U), alpha, best)
             return out if log else np.exp(out)
 
         func.upper_bound = upper_bound  # type: ignore[attr-defined]
