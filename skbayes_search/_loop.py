@@ -10,7 +10,8 @@ one, after each trial. The moment the last fold of a trial finishes, the
 trial is recorded: committed to the store, then appended to ``ctx.trials``.
 A trial past ``trial_timeout`` is stopped and recorded as failed with the
 reason (its clock starts when a worker is free for it: trials proposed
-together wait in the loop, not in the workers' queue); at ``max_time`` the
+together wait in the loop, not in the workers' queue, and a worker still
+running a fit the backend could not stop is not free); at ``max_time`` the
 running trials are stopped and left unrecorded (a resumed run proposes
 again), and the final trials a strategy asks for (``_finalize``) get a short
 grace period.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -143,6 +145,7 @@ class SearchLoop:
         self._batch: dict[int, tuple[Any, list]] = {}
         # proposed trials waiting for a free worker (with a trial_timeout only)
         self._backlog: deque[Trial] = deque()
+        self._warned_held = False
 
     # ------------------------------------------------------------------
     def run(self) -> None:
@@ -153,8 +156,11 @@ class SearchLoop:
             self._start_backlog()
             if asking:
                 asking = self._fill()
-            if not self._running:
+            if not self._running and not (
+                self.workers.held and (asking or self._backlog)
+            ):
                 break
+            # (with nothing running, this waits for a held worker to free)
             self._collect(self.workers.wait(self._wait_timeout(self._stop_at())))
             self._expire()
             if time.perf_counter() >= self.ctx.start_time + self._stop_at():
@@ -166,10 +172,13 @@ class SearchLoop:
         # the final trials, and any held since asked for
         self._submit(self.search._finalize(ctx) or [])
         grace = final_deadline(ctx.max_time)
-        while self._running:
+        while self._running or self._backlog:
             self._collect(self.workers.wait(self._wait_timeout(grace)))
             self._expire(final=True)
             self._start_backlog()
+            if self._backlog and not self._running:
+                if time.perf_counter() >= ctx.start_time + grace:
+                    self._drop_held_final()
         raise_if_all_failed(ctx, at_end=True)
 
     # ------------------------------------------------------------------
@@ -185,10 +194,14 @@ class SearchLoop:
     def _folds_left(self) -> int:
         return sum(r.n_left for r in self._running.values())
 
+    def _free_workers(self) -> int:
+        """Workers not held by a fit the backend could not stop."""
+        return self.workers.n_workers - self.workers.held
+
     def _wants_work(self) -> bool:
         if not self.asynchronous:
             return not self._running
-        return self._folds_left() < self.workers.n_workers + self._ahead()
+        return self._folds_left() < self._free_workers() + self._ahead()
 
     def _ahead(self) -> int:
         """Folds to keep queued so that a worker freeing while the next trial
@@ -230,7 +243,7 @@ class SearchLoop:
         if self.n_points is not None:
             return int(self.n_points)
         # enough trials for every worker: each trial runs n_splits folds
-        idle = self.workers.n_workers - self._folds_left()
+        idle = self._free_workers() - self._folds_left()
         return max(1, math.ceil(idle / self.ctx.n_splits))
 
     def _submit(self, trials: list[Trial]) -> None:
@@ -245,12 +258,9 @@ class SearchLoop:
     def _start_backlog(self) -> None:
         ctx = self.ctx
         while self._backlog and (
-            self.trial_timeout is None or self._folds_left() < self.workers.n_workers
+            self.trial_timeout is None or self._folds_left() < self._free_workers()
         ):
             trial = self._backlog.popleft()
-            tid = self._next_id
-            self._next_id += 1
-            start = time.perf_counter()
             jobs = self.evaluator.fold_jobs(
                 trial.params,
                 trial.fraction,
@@ -258,15 +268,37 @@ class SearchLoop:
                 candidate_progress=(len(ctx.trials) + len(self._running), ctx.budget),
             )
             timeout = math.inf if self.trial_timeout is None else self.trial_timeout
-            self._running[tid] = _Running(
-                trial,
-                self.claim_position(),
-                [None] * len(jobs),
-                start,
-                start + timeout,
-            )
+            tid = self._begin(trial, len(jobs), timeout)
             for k, (func, kwargs) in enumerate(jobs):
                 self.workers.submit((tid, k), func, kwargs)
+
+    def _begin(self, trial: Trial, n_jobs: int, timeout: float) -> int:
+        tid = self._next_id
+        self._next_id += 1
+        start = time.perf_counter()
+        self._running[tid] = _Running(
+            trial, self.claim_position(), [None] * n_jobs, start, start + timeout
+        )
+        return tid
+
+    def _drop_held_final(self) -> None:
+        """Record the final trials no worker was free for by the end of the
+        grace period (every worker held by a fit the backend could not stop)
+        as stopped."""
+        now = time.perf_counter()
+        reason = (
+            "No worker was free for the final trial before max_time's grace "
+            "period ended: the workers still ran fits the search had stopped "
+            "waiting for."
+        )
+        while self._backlog:
+            trial = self._backlog.popleft()
+            trial.stopped = True
+            tid = self._begin(trial, self.ctx.n_splits, 0.0)
+            outs = [
+                self.failed_out(test, 0.0, reason) for _, test in self.evaluator.splits
+            ]
+            self._finish(tid, outs, now)
 
     def _collect(self, results: list) -> None:
         finished = []
@@ -322,6 +354,17 @@ class SearchLoop:
         # at the end, the workers' close ends the late fits: no restart
         keys = {(tid, k) for tid in late for k in range(n_splits)}
         lost = self.workers.discard(keys, stop=not final)
+        if not final and self.workers.held and not self._warned_held:
+            self._warned_held = True
+            warnings.warn(
+                f"A trial ran past trial_timeout={self.trial_timeout}s under a "
+                "joblib backend that cannot stop a running fit: the trial is "
+                "recorded as failed, but its fits hold their workers until they "
+                "end, and no trial is started on a held worker. The default "
+                "backend (loky) stops such fits.",
+                UserWarning,
+                stacklevel=2,
+            )
         for tid, running in self._running.items():
             if tid not in late:
                 # their fits started again with the workers

@@ -9,10 +9,12 @@ workers follow joblib's active backend:
   fit past its deadline is stopped by ending the worker processes, and the
   other running fits are started again;
 - ``joblib.parallel_backend("dask")``: the backend's distributed client,
-  with the data scattered to the workers once; a late fit is cancelled, and
-  a fit lost with its worker is resubmitted by the scheduler;
-- threading: a thread pool (a running fit cannot be stopped; the search
-  stops waiting for it);
+  with the data scattered to the workers once; a fit lost with its worker
+  is resubmitted by the scheduler; a running fit cannot be stopped (Dask
+  only forgets its result), so the search stops waiting for it and counts
+  its worker as held until it ends;
+- threading: a thread pool (a running fit cannot be stopped either; its
+  thread is held the same way);
 - one job and nothing to stop: fits run inline, one after the other;
 - any other backend: a batch through ``joblib.Parallel`` whenever the search
   waits, whose results come back one by one as they finish (trials proposed
@@ -57,13 +59,26 @@ class Workers:
     #: Seconds it took to start the workers (processes import scikit-learn).
     startup_seconds: float = 0.0
 
+    def __init__(self) -> None:
+        # futures of the fits no longer waited for that may still be running
+        self._orphans: list[Any] = []
+
+    @property
+    def held(self) -> int:
+        """Fits no longer waited for that still occupy a worker (a backend
+        that cannot stop a fit runs it to its end): a trial started meanwhile
+        would wait behind them."""
+        self._orphans = [f for f in self._orphans if not f.done()]
+        return len(self._orphans)
+
     def submit(self, key: Hashable, func: Callable, kwargs: dict) -> None:
         """Start ``func(**kwargs)``; its result comes back under ``key``."""
         raise NotImplementedError
 
     def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
         """Results of the jobs that finished, waiting up to ``timeout`` seconds
-        for at least one (``None``: until one finishes).
+        for at least one (``None``: until one finishes), or for a held fit to
+        end (which frees its worker but returns nothing).
 
         An exception raised by a job (``error_score="raise"``) is raised here.
         """
@@ -92,6 +107,7 @@ class InlineWorkers(Workers):
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self._queue: deque = deque()
 
     def submit(self, key: Hashable, func: Callable, kwargs: dict) -> None:
@@ -122,6 +138,7 @@ class BatchWorkers(Workers):
     """
 
     def __init__(self, n_jobs: int | None, pre_dispatch: Any) -> None:
+        super().__init__()
         self.n_workers = max(1, effective_n_jobs(n_jobs))
         self._parallel = Parallel(
             n_jobs=n_jobs, pre_dispatch=pre_dispatch, return_as="generator_unordered"
@@ -183,9 +200,8 @@ class FutureWorkers(Workers):
         self._processes = processes
         self._context = f"skbayes-{uuid.uuid4().hex}"
         self._executor = self._new_executor()
+        super().__init__()
         self._futures: dict[cf.Future, tuple[Hashable, Callable, dict, int]] = {}
-        # fits no longer waited for that may still be running
-        self._orphans: list[cf.Future] = []
         if processes:
             # started (and scikit-learn imported) before the first fit, so a
             # deadline measures fits, not interpreter start-up
@@ -228,13 +244,17 @@ class FutureWorkers(Workers):
         self._futures[future] = (key, func, kwargs, tries)
 
     def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
-        if not self._futures:
+        if not self._futures and not self.held:
             return []
         done, _ = cf.wait(
-            list(self._futures), timeout=timeout, return_when=cf.FIRST_COMPLETED
+            [*self._futures, *self._orphans],
+            timeout=timeout,
+            return_when=cf.FIRST_COMPLETED,
         )
         out = []
         for future in done:
+            if future not in self._futures:  # a held fit ended
+                continue
             key, func, kwargs, tries = self._futures.pop(future)
             error = future.exception()
             if error is None:
@@ -328,11 +348,16 @@ class FutureWorkers(Workers):
 
 
 class DaskWorkers(Workers):
-    """The distributed client of joblib's dask backend."""
+    """The distributed client of joblib's dask backend.
 
-    can_stop = True
+    A cancelled future whose task is running does not stop it: the Dask
+    worker runs it to its end and drops the result, and a task sent to that
+    worker meanwhile waits behind it. A fit no longer waited for is therefore
+    kept (not cancelled) until it ends, and counted in :attr:`held`.
+    """
 
     def __init__(self, client: Any, n_jobs: int | None) -> None:
+        super().__init__()
         self._client = client
         self.n_workers = max(1, effective_n_jobs(n_jobs))
         self._futures: dict[Any, Hashable] = {}
@@ -355,16 +380,20 @@ class DaskWorkers(Workers):
     def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
         from distributed import wait
 
-        if not self._futures:
+        if not self._futures and not self.held:
             return []
         try:
             done, _ = wait(
-                list(self._futures), timeout=timeout, return_when="FIRST_COMPLETED"
+                [*self._futures, *self._orphans],
+                timeout=timeout,
+                return_when="FIRST_COMPLETED",
             )
         except TimeoutError:
             return []
         out = []
         for future in done:
+            if future not in self._futures:  # a held fit ended
+                continue
             key = self._futures.pop(future)
             if future.status == "error":
                 raise future.exception()
@@ -373,14 +402,17 @@ class DaskWorkers(Workers):
 
     def discard(self, keys: set, stop: bool = True) -> float:
         for future in [f for f, k in self._futures.items() if k in keys]:
-            future.cancel()
             self._futures.pop(future)
+            self._orphans.append(future)
         return 0.0
 
     def close(self) -> None:
-        for future in list(self._futures):
+        # the scheduler drops what has not started; a running fit ends on
+        # its worker, its result forgotten
+        for future in [*self._futures, *self._orphans]:
             future.cancel()
         self._futures.clear()
+        self._orphans.clear()
 
 
 def _warm_up(_: int) -> None:

@@ -9,7 +9,11 @@ from joblib import parallel_backend
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.datasets import make_regression
 
-from tests.test_loop import STRATEGIES, _strategy
+from tests.test_loop import (
+    STRATEGIES,
+    _strategy,
+    check_fits_no_backend_can_stop_hold_their_workers,
+)
 
 distributed = pytest.importorskip("distributed")
 
@@ -86,3 +90,9 @@ def test_a_worker_killed_mid_search_loses_nothing_finished(tmp_path):
     assert np.isfinite(res["mean_test_score"]).all()
     stored = TrialStore(store)
     assert len(stored.trials(stored.run_id("run"))) == 6
+
+
+def test_fits_dask_cannot_stop_hold_their_workers(client):
+    # a cancelled Dask future whose task runs does not stop it
+    with parallel_backend("dask"):
+        check_fits_no_backend_can_stop_hold_their_workers()

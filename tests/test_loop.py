@@ -348,6 +348,86 @@ class FinalSlow(OneFastOneSlow):
     final = True
 
 
+class HangFirst(BayesSearchCV):
+    """Asks for a = 2.0 (hangs) first, then quick settings one at a time."""
+
+    def _ask(self, ctx, n_slots):
+        asked = len(ctx.trials) + len(ctx.pending)
+        order = [2.0, 0.5, 0.8, 1.0, 1.2]
+        return [Trial({"a": a}) for a in order[asked : asked + n_slots]]
+
+
+def check_fits_no_backend_can_stop_hold_their_workers():
+    """Both folds of the first trial hang for 4 s on the two workers, past a
+    0.5 s trial_timeout, and the backend cannot stop them: the four trials
+    after it wait for a worker, and run, instead of running out of time in
+    the queue behind the hanging fits."""
+    search = HangFirst(
+        Sleepy(hang=4.0, pause=0.05),
+        {"a": Real(0.1, 2.0)},
+        n_iter=5,
+        cv=2,
+        n_jobs=2,
+        trial_timeout=0.5,
+    )
+    with (
+        pytest.warns(UserWarning, match="cannot stop a running fit"),
+        pytest.warns(FitFailedWarning, match="1 of 5"),
+    ):
+        search.fit(X, Y)
+    failed = dict(
+        zip(
+            [p["a"] for p in search.cv_results_["params"]],
+            search.cv_results_["fit_failed"],
+        )
+    )
+    assert failed == {2.0: True, 0.5: False, 0.8: False, 1.0: False, 1.2: False}
+    assert search.best_params_ == {"a": 1.0}
+
+
+def test_fits_the_threading_backend_cannot_stop_hold_their_workers():
+    with parallel_backend("threading"):
+        check_fits_no_backend_can_stop_hold_their_workers()
+
+
+class HangThenFinal(OneFastOneSlow):
+    """Asks for a = 0.5 (instant) and a = 2.0 (hangs), then, after the
+    budget, a final a = 1.0."""
+
+    def _finalize(self, ctx):
+        trial = Trial({"a": 1.0})
+        trial.final = True
+        return [trial]
+
+    def _end_search(self, ctx, results):
+        self.records_ = list(ctx.trials)
+
+
+def test_a_final_trial_no_worker_is_free_for_is_recorded_as_stopped():
+    # the one thread is held by a hanging fit past trial_timeout until after
+    # max_time's grace period (2 s): the final trial never gets a worker, and
+    # is recorded as stopped rather than waited for
+    search = HangThenFinal(
+        Sleepy(hang=6.0),
+        {"a": Real(0.1, 2.0)},
+        n_iter=2,
+        cv=2,
+        n_jobs=1,
+        trial_timeout=0.3,
+        max_time=1.0,
+    )
+    with (
+        parallel_backend("threading"),
+        pytest.warns(UserWarning, match="cannot stop a running fit"),
+        pytest.warns(FitFailedWarning, match="2 of 3"),
+    ):
+        search.fit(X, Y)
+    assert [p["a"] for p in search.cv_results_["params"]] == [0.5, 2.0, 1.0]
+    assert list(search.cv_results_["fit_failed"]) == [False, True, True]
+    assert [r.stopped for r in search.records_] == [False, False, True]
+    assert search.best_params_ == {"a": 0.5}
+
+
 class FinalSlowSeen(FinalSlow):
     """Keeps the records it ends with."""
 
