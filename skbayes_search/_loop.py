@@ -41,6 +41,10 @@ _MIN_GRACE = 1.0
 # margin over the folds run during one proposal.
 _RECENT = 5
 _AHEAD_MARGIN = 2.0
+# The final trials' grace period left must be this many times what starting
+# the worker processes afresh takes, for the fits left running at max_time to
+# be stopped (else the final trials wait for them).
+_RESTART_MARGIN = 3.0
 
 
 def final_deadline(max_time: float | None) -> float:
@@ -170,8 +174,10 @@ class SearchLoop:
                 self._abandon()
                 break
         # the final trials, and any held since asked for
-        self._submit(self.search._finalize(ctx) or [])
+        final = self.search._finalize(ctx) or []
         grace = final_deadline(ctx.max_time)
+        self._free_for_final(final, grace)
+        self._submit(final)
         while self._running or self._backlog:
             self._collect(self.workers.wait(self._wait_timeout(grace)))
             self._expire(final=True)
@@ -271,6 +277,16 @@ class SearchLoop:
             tid = self._begin(trial, len(jobs), timeout)
             for k, (func, kwargs) in enumerate(jobs):
                 self.workers.submit((tid, k), func, kwargs)
+
+    def _free_for_final(self, final: list[Trial], grace: float) -> None:
+        """Stop the fits left running at ``max_time`` (their trials are not
+        recorded) when they hold the workers the final trials need, and
+        starting the workers afresh leaves most of the grace period."""
+        if not (final or self._backlog) or self._running or not self.workers.held:
+            return
+        left = self.ctx.start_time + grace - time.perf_counter()
+        if left >= _RESTART_MARGIN * self.workers.restart_seconds:
+            self.workers.release_held()
 
     def _begin(self, trial: Trial, n_jobs: int, timeout: float) -> int:
         tid = self._next_id
@@ -397,9 +413,10 @@ class SearchLoop:
         """Stop waiting for every running trial but the final ones (see
         ``Trial.final``), and drop those held; none of them is recorded.
 
-        Their fits are left to finish (starting worker processes afresh would
-        eat the final trials' grace period); the workers' ``close`` ends any
-        still running when the search returns.
+        Their fits are left to finish, unless the final trials need their
+        workers and the grace period leaves time to start the workers afresh
+        (``_free_for_final``); the workers' ``close`` ends any still running
+        when the search returns.
         """
         n_splits = self.ctx.n_splits
         stopped = [tid for tid, r in self._running.items() if not r.trial.final]

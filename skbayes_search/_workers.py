@@ -93,6 +93,14 @@ class Workers:
         """
         raise NotImplementedError
 
+    def release_held(self) -> float:
+        """Stop the held fits where the backend can (by starting the workers
+        afresh); returns the seconds that took."""
+        return 0.0
+
+    #: Seconds starting the workers afresh is expected to take.
+    restart_seconds: float = 0.0
+
     def close(self) -> None:
         """Release the workers; no fit of this search runs after this."""
 
@@ -289,6 +297,22 @@ class FutureWorkers(Workers):
         self._orphans.extend(unfinished)
         return 0.0
 
+    @property
+    def restart_seconds(self) -> float:  # type: ignore[override]
+        if not self._processes:
+            return 0.0
+        # the pool may have been running before this search (no start-up
+        # measured): assume a start as slow as a cold one
+        return max(FutureWorkers._last_restart, self.startup_seconds)
+
+    # the latest measured restart of a process pool, in this Python session
+    _last_restart: float = 1.5
+
+    def release_held(self) -> float:
+        if not self._processes or not self.held:
+            return 0.0
+        return self._restart()
+
     def _restart(self) -> float:
         """End every worker process (the only way to stop a running fit) and
         start the other unfinished jobs again; returns the seconds it took."""
@@ -297,6 +321,7 @@ class FutureWorkers(Workers):
         self._executor = self._new_executor()
         list(self._executor.map(_warm_up, range(self.n_workers)))
         lost = time.perf_counter() - start
+        FutureWorkers._last_restart = lost
         unfinished = [(f, job) for f, job in self._futures.items() if not f.done()]
         for f, (key, func, kwargs, tries) in unfinished:
             self._futures.pop(f)
