@@ -18,7 +18,7 @@ workers follow joblib's active backend:
 - one job and nothing to stop: fits run inline, one after the other;
 - any other backend: a batch through ``joblib.Parallel`` whenever the search
   waits, whose results come back one by one as they finish (trials proposed
-  meanwhile wait for the next batch).
+  meanwhile wait for the next batch); a running fit cannot be stopped.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import queue
+import threading
 import time
 import uuid
 from collections import deque
@@ -142,7 +143,9 @@ class BatchWorkers(Workers):
     For backends without futures: jobs submitted while a batch runs wait for
     the next batch, but every finished job is returned by the next
     :meth:`wait`, so the search commits each trial as it finishes instead of
-    when its whole batch has.
+    when its whole batch has. A thread reads the batch's results, so that a
+    wait ends at its timeout (``max_time``, ``trial_timeout``) even while a fit
+    runs on; such a fit cannot be stopped, and holds its worker until it ends.
     """
 
     def __init__(self, n_jobs: int | None, pre_dispatch: Any) -> None:
@@ -152,42 +155,82 @@ class BatchWorkers(Workers):
             n_jobs=n_jobs, pre_dispatch=pre_dispatch, return_as="generator_unordered"
         )
         self._queue: list = []
-        self._batch: Any = None
-        self._batch_keys: set = set()
+        self._results: queue.Queue | None = None  # the running batch's
+        self._batch_keys: set = set()  # its jobs not handed back yet
         self._ignored: set = set()
+        self._closed = threading.Event()
+
+    @property
+    def held(self) -> int:  # type: ignore[override]
+        return len(self._ignored & self._batch_keys)
 
     def submit(self, key: Hashable, func: Callable, kwargs: dict) -> None:
         self._queue.append((key, func, kwargs))
 
+    def _start_batch(self) -> None:
+        jobs, self._queue = self._queue, []
+        self._batch_keys = {k for k, _, _ in jobs}
+        self._ignored &= self._batch_keys
+        self._results = queue.Queue()
+        outputs = self._parallel(delayed(_tagged)(k, f, kw) for k, f, kw in jobs)
+        threading.Thread(
+            target=_drain, args=(outputs, self._results, self._closed), daemon=True
+        ).start()
+
     def wait(self, timeout: float | None) -> list[tuple[Hashable, Any]]:
+        end = None if timeout is None else time.monotonic() + timeout
         while True:
-            if self._batch is None:
+            if self._results is None:
                 if not self._queue:
                     return []
-                queue, self._queue = self._queue, []
-                self._batch_keys = {k for k, _, _ in queue}
-                self._batch = self._parallel(
-                    delayed(_tagged)(k, f, kw) for k, f, kw in queue
-                )
-            for key, out in self._batch:
-                if key in self._ignored:
-                    self._ignored.discard(key)
-                    continue
-                return [(key, out)]
-            self._batch = None
+                self._start_batch()
+            left = None if end is None else max(0.0, end - time.monotonic())
+            try:
+                item = self._results.get(timeout=left)
+            except queue.Empty:
+                return []
+            if item is _BATCH_END:
+                self._results = None
+                continue
+            if isinstance(item, BaseException):
+                self._results = None
+                raise item
+            key, out = item
+            self._batch_keys.discard(key)
+            if key in self._ignored:
+                self._ignored.discard(key)
+                continue
+            return [(key, out)]
 
     def discard(self, keys: set, stop: bool = True) -> float:
         self._queue = [job for job in self._queue if job[0] not in keys]
-        if self._batch is not None:
-            # running in the batch: their results are dropped when they come
-            self._ignored |= keys & self._batch_keys
+        # running in the batch: their results are dropped when they come
+        self._ignored |= keys & self._batch_keys
         return 0.0
 
     def close(self) -> None:
-        if self._batch is not None:
-            self._batch.close()
-            self._batch = None
+        # the batch's thread stops it at its next result: jobs not yet
+        # dispatched are dropped, a running fit ends unseen
+        self._closed.set()
+        self._results = None
         self._queue = []
+
+
+_BATCH_END = object()
+
+
+def _drain(outputs: Any, results: queue.Queue, closed: threading.Event) -> None:
+    """Hand a batch's results to ``results`` as they come, then its end."""
+    try:
+        for item in outputs:
+            if closed.is_set():
+                outputs.close()
+                return
+            results.put(item)
+    except BaseException as error:  # a job's (error_score="raise")
+        results.put(error)
+        return
+    results.put(_BATCH_END)
 
 
 def _broken(executor: cf.Executor) -> bool:

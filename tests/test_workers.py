@@ -1,5 +1,6 @@
 """The process pool that runs fits: stopping it must stay silent."""
 
+import os
 import subprocess
 import sys
 import threading
@@ -9,7 +10,9 @@ import pytest
 from joblib import parallel_backend, register_parallel_backend
 from joblib.parallel import ThreadingBackend
 
+from skbayes_search import Real
 from skbayes_search._workers import FutureWorkers, make_workers
+from tests.test_loop import OneFastOneSlow, Sleepy, X, Y
 
 
 def _sleep(seconds):
@@ -116,3 +119,32 @@ def test_other_backends_hand_back_each_result_as_it_finishes():
 
 def _square(x):
     return x * x
+
+
+class _MarksItsEnd(Sleepy):
+    """Sleepy that, when it hangs, creates ``pids/ended`` once it is done."""
+
+    def fit(self, X, y=None):
+        super().fit(X, y)
+        if self.hang and self.a > 1.5:
+            open(os.path.join(self.pids, "ended"), "w").close()
+        return self
+
+
+def test_max_time_ends_the_wait_for_a_fit_under_other_backends(tmp_path):
+    # the second trial's fits hang for 20 s: at max_time the search stops
+    # waiting for them, as it does on the backends whose fits it can stop;
+    # it returns while they still run, and leaves the trial unrecorded
+    register_parallel_backend("skbayes-test-other", _OtherBackend)
+    search = OneFastOneSlow(
+        _MarksItsEnd(hang=20.0, pids=str(tmp_path)),
+        {"a": Real(0.1, 2.0)},
+        n_iter=2,
+        cv=2,
+        n_jobs=2,
+        max_time=1.5,
+    )
+    with parallel_backend("skbayes-test-other", n_jobs=2):
+        search.fit(X, Y)
+    assert not (tmp_path / "ended").exists()
+    assert [p["a"] for p in search.cv_results_["params"]] == [0.5]
