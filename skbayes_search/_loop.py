@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ._failures import raise_if_all_failed
 from ._trial import SearchContext, Trial
 from ._workers import Workers
@@ -143,6 +145,13 @@ class SearchLoop:
         self._next_id = 0
         # seconds of the latest proposal
         self._propose_seconds = 0.0
+        # seconds of the recent proposals made with trials running, and without
+        self._propose_costs: dict[bool, deque[float]] = {
+            True: deque(maxlen=_RECENT),
+            False: deque(maxlen=_RECENT),
+        }
+        # until when the loop waits for running trials instead of asking
+        self._waiting_until: float | None = None
         # per-fold seconds of the latest finished trials
         self._fold_seconds: deque[float] = deque(maxlen=_RECENT)
         # committed trials of the current synchronous batch, not yet published
@@ -207,7 +216,35 @@ class SearchLoop:
     def _wants_work(self) -> bool:
         if not self.asynchronous:
             return not self._running
-        return self._folds_left() < self._free_workers() + self._ahead()
+        if self._folds_left() >= self._free_workers() + self._ahead():
+            return False
+        return not self._sooner_after_running()
+
+    def _sooner_after_running(self) -> bool:
+        """Whether the next trial starts sooner if the search waits for the
+        running trials and then proposes without them pending.
+
+        A strategy may pay much more for a proposal with trials pending (the
+        trade-off search averages over fantasies of their score and time).
+        Where fits are cheap next to that, a worker idles through the costly
+        proposal anyway: waiting for the running trials, then proposing
+        without them, starts the next trial sooner, and it sees their
+        results. The wait is bounded by the difference of the two costs, so a
+        running trial slower than predicted costs at most that.
+        """
+        recent = self._propose_costs
+        if not self._running or not recent[True] or not recent[False]:
+            self._waiting_until = None
+            return False
+        now = time.perf_counter()
+        if self._waiting_until is None:
+            saving = float(np.median(recent[True]) - np.median(recent[False]))
+            fold = float(np.median(self._fold_seconds)) if self._fold_seconds else 0.0
+            remaining = self._folds_left() * fold / max(1, self._free_workers())
+            if not remaining < saving:
+                return False
+            self._waiting_until = now + saving
+        return now < self._waiting_until
 
     def _ahead(self) -> int:
         """Folds to keep queued so that a worker freeing while the next trial
@@ -237,8 +274,11 @@ class SearchLoop:
             if n_free <= 0 or (started and ctx.time_left() <= 0):
                 return False
             start = time.perf_counter()
+            with_pending = bool(ctx.pending)
             trials = self.search._ask(ctx, min(self._batch_size(), n_free))[:n_free]
             self._propose_seconds = time.perf_counter() - start
+            self._propose_costs[with_pending].append(self._propose_seconds)
+            self._waiting_until = None
             if not trials:
                 # a strategy may wait for running trials before it proposes
                 return bool(self._running)
@@ -350,6 +390,8 @@ class SearchLoop:
     def _wait_timeout(self, stop_at: float) -> float | None:
         deadlines = [r.deadline for r in self._running.values()]
         deadlines.append(self.ctx.start_time + stop_at)
+        if self._waiting_until is not None:
+            deadlines.append(self._waiting_until)
         soonest = min(deadlines, default=math.inf)
         if not math.isfinite(soonest):
             return None

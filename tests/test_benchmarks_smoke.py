@@ -839,8 +839,12 @@ def test_tradeoff_proposal_study_times_each_proposal_with_or_without_bound():
     search = TradeoffBayesSearchCV(
         SVC(), SPACE, n_iter=6, cv=2, hyperparameter_sampling="map", random_state=0
     )
-    # every proposal after the three design trials is timed
-    assert proposal_seconds(search, X, y).size == 3
+    # every proposal after the three design trials is timed; one job runs
+    # one trial at a time
+    seconds, pending, whole = proposal_seconds(search, X, y)
+    assert seconds.size == pending.size == 3
+    assert not pending.any()
+    assert whole >= seconds.sum()
 
     make = module.make_tradeoff_acquisition
 

@@ -170,6 +170,32 @@ def test_workers_fit_while_a_proposal_is_made(n_jobs, trial_timeout):
         assert sum(busy) >= 0.5 * len(busy) > 0
 
 
+class CostlyWithPending(BayesSearchCV):
+    """Takes 0.3 s a proposal while trials run (as fantasies cost), none
+    otherwise, and records how many trials ran at each proposal."""
+
+    pending_seen = []
+
+    def _ask(self, ctx, n_slots):
+        type(self).pending_seen.append(len(ctx.pending))
+        if ctx.pending:
+            time.sleep(0.3)
+        return super()._ask(ctx, n_slots)
+
+
+def test_proposals_wait_for_running_trials_when_that_is_sooner():
+    # folds of 0.02 s: a proposal with a trial pending (0.3 s) outlasts the
+    # running trial, so after one proposal of each kind the search waits for
+    # the running trials and proposes without them
+    CostlyWithPending.pending_seen = []
+    search = CostlyWithPending(Sleepy(pause=0.02), **SMALL_SEARCH, n_jobs=2)
+    with parallel_backend("threading", n_jobs=2):
+        search.fit(X, Y)
+    assert len(search.cv_results_["params"]) == 10
+    seen = CostlyWithPending.pending_seen
+    assert 1 <= sum(n > 0 for n in seen) <= 3 < len(seen) - 3
+
+
 FINITE = {"a": Categorical([0.5, 1.0, 2.0]), "b": Categorical([0.2, 0.8])}
 
 

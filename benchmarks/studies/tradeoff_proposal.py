@@ -13,10 +13,11 @@ the acquisition's maximisation). Three variants, one after the other:
 as it is, and the trade-off search with the acquisition's upper bound
 removed, so :func:`~skbayes_search.optimize.maximize` scores every candidate
 with the full quadrature. Printed: the median and largest seconds per
-proposal over the seeds' searches, for each number of workers (with two,
-each proposal integrates over fantasies of the running trial). The trials
-depend on the measured training times, so the variants' searches take
-different paths from the same seed.
+proposal over the seeds' searches, how many of them were made with a trial
+running (such a proposal integrates over fantasies of it), and the median
+seconds of a whole search (its ``fit``, the final refit included), for each
+number of workers. The trials depend on the measured training times, so the
+variants' searches take different paths from the same seed.
 """
 
 from __future__ import annotations
@@ -56,27 +57,32 @@ def _without_bound() -> Iterator[None]:
         tradeoff_module.make_tradeoff_acquisition = make
 
 
-def proposal_seconds(search, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Seconds of each of ``search``'s proposals after its initial design."""
+def proposal_seconds(
+    search, X: np.ndarray, y: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Seconds of each of ``search``'s proposals after its initial design,
+    whether a trial was running at each, and the seconds of the whole fit."""
     cls = type(search)
     ask = cls._ask
-    seconds = []
+    seconds, pending = [], []
 
     def timed(self, ctx, n_slots):
         start = time.perf_counter()
         out = ask(self, ctx, n_slots)
         if len(ctx.trials) >= 3:
             seconds.append(time.perf_counter() - start)
+            pending.append(bool(ctx.pending))
         return out
 
     cls._ask = timed
+    start = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             search.fit(X, y)
     finally:
         cls._ask = ask
-    return np.asarray(seconds)
+    return np.asarray(seconds), np.asarray(pending), time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -86,8 +92,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = p.parse_args(argv)
     X, y = make_classification(2000, 8, random_state=0)
-    print("| variant | n_jobs | proposals | median s | largest s |")
-    print("|---|---|---|---|---|")
+    print(
+        "| variant | n_jobs | proposals | with a trial running | median s "
+        "| largest s | search s |"
+    )
+    print("|---|---|---|---|---|---|---|")
     variants = {
         "BayesSearchCV": BayesSearchCV,
         "trade-off": TradeoffBayesSearchCV,
@@ -95,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     for n_jobs in args.n_jobs:
         for name, cls in variants.items():
-            seconds = []
+            seconds, pending, searches = [], [], []
             for seed in args.seeds:
                 search = cls(
                     SVC(),
@@ -107,11 +116,14 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 unbounded = "without" in name
                 with _without_bound() if unbounded else contextlib.nullcontext():
-                    seconds.append(proposal_seconds(search, X, y))
+                    secs, pend, whole = proposal_seconds(search, X, y)
+                seconds.append(secs)
+                pending.append(pend)
+                searches.append(whole)
             s = np.concatenate(seconds)
             print(
-                f"| {name} | {n_jobs} | {s.size} | {np.median(s):.2f} | "
-                f"{s.max():.2f} |",
+                f"| {name} | {n_jobs} | {s.size} | {np.concatenate(pending).sum()} | "
+                f"{np.median(s):.2f} | {s.max():.2f} | {np.median(searches):.1f} |",
                 flush=True,
             )
 
