@@ -311,3 +311,34 @@ def test_tradeoff_figure(searches):
     assert len(ax.collections[0].get_offsets()) == 5
     assert legend_texts(ax) == ["trials", "Pareto front"]
     assert ax.get_xscale() == "log"
+
+
+def test_every_figure_follows_the_refit_metric_of_a_multi_metric_search():
+    X, y = load_iris(return_X_y=True)
+    search = BayesSearchCV(
+        SVC(),
+        {"C": Real(1e-2, 1e2, prior="log-uniform")},
+        n_iter=5,
+        n_initial_points=3,
+        hyperparameter_sampling="map",
+        cv=3,
+        random_state=0,
+        scoring=["accuracy", "balanced_accuracy"],
+        refit="balanced_accuracy",
+    ).fit(X, y)
+    balanced = search.cv_results_["mean_test_balanced_accuracy"]
+    for plot in (plot_convergence, plot_fractions, plot_tradeoff):
+        _, ax = plt.subplots()
+        plot(search, ax=ax)
+    # the trade-off figure's points are the refit metric's scores
+    np.testing.assert_allclose(
+        np.asarray(ax.collections[0].get_offsets())[:, 1], balanced
+    )
+    _, ax = plt.subplots()
+    plot_fractions(search, metric="accuracy", ax=ax)
+    np.testing.assert_allclose(
+        ax.collections[0].get_array(), search.cv_results_["mean_test_accuracy"]
+    )
+    for plot in (plot_convergence, plot_fractions, plot_tradeoff, plot_objective):
+        with pytest.raises(ValueError, match=r"metric='f1'.*'accuracy'"):
+            plot(search, metric="f1")

@@ -33,9 +33,10 @@ def _score_key(search: Any, results: dict, metric: str) -> str:
     refit = getattr(search, "refit", None)
     if metric == "score" and isinstance(refit, str) and f"mean_test_{refit}" in results:
         return f"mean_test_{refit}"
-    raise KeyError(
-        f"{type(search).__name__}.cv_results_ has no {key!r}; pass metric= one "
-        "of " + ", ".join(k[10:] for k in results if k.startswith("mean_test_"))
+    raise ValueError(
+        f"metric={metric!r}: {type(search).__name__}.cv_results_ has no {key!r}; "
+        "pass metric= one of "
+        + ", ".join(repr(k[10:]) for k in results if k.startswith("mean_test_"))
     )
 
 

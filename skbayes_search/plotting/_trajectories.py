@@ -139,7 +139,7 @@ def plot_convergence(
     return ax
 
 
-def plot_fractions(search: Any, *, ax: Any = None) -> Any:
+def plot_fractions(search: Any, *, metric: str = "score", ax: Any = None) -> Any:
     """Training fraction of each trial against the time it finished.
 
     Shows how a subset strategy (FABOLAS, multi-stage) spends its budget:
@@ -149,6 +149,9 @@ def plot_fractions(search: Any, *, ax: Any = None) -> Any:
     ----------
     search : fitted skbayes_search search
         Must have ``resource_fraction`` and ``elapsed_time`` in ``cv_results_``.
+    metric : str, default="score"
+        Which ``mean_test_<metric>`` column colours the trials (with several
+        metrics, ``"score"`` falls back to the ``refit`` metric).
     ax : matplotlib Axes, default=None
         Where to draw.
 
@@ -159,7 +162,7 @@ def plot_fractions(search: Any, *, ax: Any = None) -> Any:
     check_is_fitted(search, "cv_results_")
     results = search.cv_results_
     ax = _axes(ax)
-    scores = _trial_scores(results, "mean_test_score")
+    scores = _trial_scores(results, _score_key(search, results, metric))
     points = ax.scatter(
         results["elapsed_time"],
         results["resource_fraction"],
@@ -169,7 +172,7 @@ def plot_fractions(search: Any, *, ax: Any = None) -> Any:
     ax.set_yscale("log")
     ax.set_xlabel("wall-clock seconds")
     ax.set_ylabel("training fraction")
-    ax.figure.colorbar(points, ax=ax, label="mean validation score")
+    ax.figure.colorbar(points, ax=ax, label=f"mean validation {metric}")
     return ax
 
 
@@ -182,7 +185,8 @@ def plot_tradeoff(search: Any, *, metric: str = "score", ax: Any = None) -> Any:
         Any scikit-learn search; the Pareto front (score up, time down) is
         computed from ``cv_results_``.
     metric : str, default="score"
-        Which ``mean_test_<metric>`` column to draw.
+        Which ``mean_test_<metric>`` column to draw (with several metrics,
+        ``"score"`` falls back to the ``refit`` metric).
     ax : matplotlib Axes, default=None
         Where to draw.
 
@@ -193,7 +197,7 @@ def plot_tradeoff(search: Any, *, metric: str = "score", ax: Any = None) -> Any:
     check_is_fitted(search, "cv_results_")
     results = search.cv_results_
     ax = _axes(ax)
-    scores = _trial_scores(results, f"mean_test_{metric}")
+    scores = _trial_scores(results, _score_key(search, results, metric))
     times = np.asarray(results["mean_fit_time"], dtype=float)
     ok = np.isfinite(scores)
     ax.scatter(times[ok], scores[ok], alpha=0.5, label="trials")
