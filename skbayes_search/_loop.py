@@ -390,7 +390,11 @@ class SearchLoop:
     def _wait_timeout(self, stop_at: float) -> float | None:
         deadlines = [r.deadline for r in self._running.values()]
         deadlines.append(self.ctx.start_time + stop_at)
-        if self._waiting_until is not None:
+        if (
+            self._waiting_until is not None
+            and self._waiting_until > time.perf_counter()
+        ):
+            # (one past stays set until the next proposal: not a deadline)
             deadlines.append(self._waiting_until)
         soonest = min(deadlines, default=math.inf)
         if not math.isfinite(soonest):

@@ -196,6 +196,42 @@ def test_proposals_wait_for_running_trials_when_that_is_sooner():
     assert 1 <= sum(n > 0 for n in seen) <= 3 < len(seen) - 3
 
 
+class ScriptedCostlyWithPending(BayesSearchCV):
+    """Nine quick settings, then a = 2.0 (hangs); 0.3 s a proposal while
+    trials run."""
+
+    def _ask(self, ctx, n_slots):
+        if ctx.pending:
+            time.sleep(0.3)
+        asked = len(ctx.trials) + len(ctx.pending)
+        order = [0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 2.0]
+        return [Trial({"a": a}) for a in order[asked : asked + n_slots]]
+
+
+def test_a_wait_given_up_does_not_leave_the_loop_polling(monkeypatch):
+    # the loop waits for the running trials instead of proposing, gives up
+    # after the proposals' difference in cost, and the budget is then spent
+    # while the last trial (1.5 s) runs: it waits for that trial, it does not
+    # poll the workers with a timeout of zero until it ends
+    from skbayes_search import _workers
+
+    polls = []
+    wait = _workers.FutureWorkers.wait
+
+    def counted(self, timeout):
+        polls.append(timeout)
+        return wait(self, timeout)
+
+    monkeypatch.setattr(_workers.FutureWorkers, "wait", counted)
+    search = ScriptedCostlyWithPending(
+        Sleepy(pause=0.02, hang=1.5), {"a": Real(0.1, 2.0)}, n_iter=10, cv=2, n_jobs=2
+    )
+    with parallel_backend("threading", n_jobs=2):
+        search.fit(X, Y)
+    assert len(search.cv_results_["params"]) == 10
+    assert sum(t == 0 for t in polls) < 20
+
+
 FINITE = {"a": Categorical([0.5, 1.0, 2.0]), "b": Categorical([0.2, 0.8])}
 
 
