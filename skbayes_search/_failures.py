@@ -114,14 +114,25 @@ def warn_about_failures(
 
 
 def _on_subsets(trials: list) -> str:
-    """How many of the trials ran on a subset, for the failure warnings."""
-    n = sum(t.fraction < 1.0 for t in trials)
-    if not n:
-        return ""
-    return (
-        f" ({n} of them on subsets of the rows, where a size too small for the "
-        "model can be the cause)"
-    )
+    """What the failure warnings say of the trials' likely causes: how many
+    were stopped at a deadline, and how many of the others ran on a subset."""
+    # the search's own deadlines record "TimeoutError: <reason>", where a
+    # fit's exception is recorded as its traceback
+    stopped = [
+        bool(t.fit_errors) and all(e.startswith("TimeoutError: ") for e in t.fit_errors)
+        for t in trials
+    ]
+    n = sum(t.fraction < 1.0 for t, s in zip(trials, stopped) if not s)
+    parts = []
+    if any(stopped):
+        parts.append(f"{sum(stopped)} stopped at trial_timeout or max_time")
+    if n:
+        whom = "of the others" if any(stopped) else "of them"
+        parts.append(
+            f"{n} {whom} on subsets of the rows, where a size too small for the "
+            "model can be the cause"
+        )
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def rank_failures_last(results: dict, failed: np.ndarray) -> dict:

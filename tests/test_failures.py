@@ -335,3 +335,52 @@ def test_a_budget_spent_failing_on_subsets_ends_with_a_trial_on_all_rows(cls):
     assert results["fit_failed"].sum() == len(results["params"]) - 1
     assert results["resource_fraction"][search.best_index_] == 1.0
     assert np.isfinite(search.best_score_)
+
+
+def test_the_warning_tells_trials_stopped_at_a_deadline_from_failed_fits():
+    # two trials on subsets stopped by trial_timeout and one whose fit raised:
+    # only the one that raised is put down to its subset's size
+    from skbayes_search._failures import warn_about_failures
+    from skbayes_search._trial import SearchContext, TrialRecord
+
+    def record(fraction, errors):
+        return TrialRecord(
+            params={},
+            x=np.zeros(1),
+            fraction=fraction,
+            n_resources=10,
+            score=np.nan,
+            cost=1.0,
+            fit_time=1.0,
+            failed=True,
+            iter=0,
+            elapsed_time=1.0,
+            fit_errors=errors,
+        )
+
+    late = ("TimeoutError: The trial ran past trial_timeout=1.0s and was stopped.",)
+    ctx = SearchContext(
+        space=None,
+        rng=np.random.default_rng(0),
+        seed=0,
+        n_train=100,
+        n_classes=2,
+        n_splits=2,
+        budget=3,
+        max_time=None,
+        n_jobs_effective=1,
+        start_time=0.0,
+    )
+    ctx.trials += [
+        record(0.1, late * 2),
+        record(0.3, late * 2),
+        record(0.1, ("Traceback (most recent call last):\nValueError: too few",)),
+    ]
+    outs = [{"fit_error": e} for t in ctx.trials for e in t.fit_errors]
+    with pytest.warns(FitFailedWarning) as caught:
+        warn_about_failures(ctx, outs, np.nan)
+    message = str(caught[0].message).split("\n")[0]
+    assert message.startswith(
+        "3 of 3 trials failed (2 stopped at trial_timeout or max_time; 1 of the "
+        "others on subsets of the rows, where a size too small"
+    )
