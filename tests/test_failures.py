@@ -1,5 +1,6 @@
 """Failed fits reach the user as scikit-learn's searches report them."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -341,36 +342,14 @@ def test_the_warning_tells_trials_stopped_at_a_deadline_from_failed_fits():
     # two trials on subsets stopped by trial_timeout and one whose fit raised:
     # only the one that raised is put down to its subset's size
     from skbayes_search._failures import warn_about_failures
-    from skbayes_search._trial import SearchContext, TrialRecord
+    from tests.helpers import one_parameter_record, search_context
 
     def record(fraction, errors):
-        return TrialRecord(
-            params={},
-            x=np.zeros(1),
-            fraction=fraction,
-            n_resources=10,
-            score=np.nan,
-            cost=1.0,
-            fit_time=1.0,
-            failed=True,
-            iter=0,
-            elapsed_time=1.0,
-            fit_errors=errors,
-        )
+        finished = one_parameter_record(0.5, 10, fraction, np.nan, {})
+        return dataclasses.replace(finished, failed=True, fit_errors=errors)
 
     late = ("TimeoutError: The trial ran past trial_timeout=1.0s and was stopped.",)
-    ctx = SearchContext(
-        space=None,
-        rng=np.random.default_rng(0),
-        seed=0,
-        n_train=100,
-        n_classes=2,
-        n_splits=2,
-        budget=3,
-        max_time=None,
-        n_jobs_effective=1,
-        start_time=0.0,
-    )
+    ctx = search_context({"C": Real(0.1, 1.0)})
     ctx.trials += [
         record(0.1, late * 2),
         record(0.3, late * 2),

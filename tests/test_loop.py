@@ -465,6 +465,13 @@ class HangThenFinal(OneFastOneSlow):
         self.records_ = list(ctx.trials)
 
 
+def hang_then_final(hang, **deadlines):
+    """HangThenFinal on one worker, its a = 2.0 hanging ``hang`` seconds."""
+    return HangThenFinal(
+        Sleepy(hang=hang), {"a": Real(0.1, 2.0)}, n_iter=2, cv=2, n_jobs=1, **deadlines
+    )
+
+
 def test_fits_left_running_at_max_time_are_stopped_for_the_final_trial(monkeypatch):
     # at max_time the hanging a = 2.0 holds the one worker process for 30 s
     # more; with a grace period long enough to start a worker afresh, it is
@@ -472,14 +479,7 @@ def test_fits_left_running_at_max_time_are_stopped_for_the_final_trial(monkeypat
     from skbayes_search import _loop
 
     monkeypatch.setattr(_loop, "_MIN_GRACE", 12.0)
-    search = HangThenFinal(
-        Sleepy(hang=30.0),
-        {"a": Real(0.1, 2.0)},
-        n_iter=2,
-        cv=2,
-        n_jobs=1,
-        max_time=2.0,
-    )
+    search = hang_then_final(30.0, max_time=2.0)
     search.fit(X, Y)
     assert [p["a"] for p in search.cv_results_["params"]] == [0.5, 1.0]
     assert not search.cv_results_["fit_failed"].any()
@@ -490,15 +490,7 @@ def test_a_final_trial_no_worker_is_free_for_is_recorded_as_stopped():
     # the one thread is held by a hanging fit past trial_timeout until after
     # max_time's grace period (2 s): the final trial never gets a worker, and
     # is recorded as stopped rather than waited for
-    search = HangThenFinal(
-        Sleepy(hang=6.0),
-        {"a": Real(0.1, 2.0)},
-        n_iter=2,
-        cv=2,
-        n_jobs=1,
-        trial_timeout=0.3,
-        max_time=1.0,
-    )
+    search = hang_then_final(6.0, trial_timeout=0.3, max_time=1.0)
     with (
         parallel_backend("threading"),
         pytest.warns(UserWarning, match="cannot stop a running fit"),

@@ -42,10 +42,9 @@ def close_figures():
     plt.close("all")
 
 
-@pytest.fixture(scope="module")
-def searches():
+def five_trials_of_svc_on_iris(**kwargs):
     X, y = load_iris(return_X_y=True)
-    ours = BayesSearchCV(
+    return BayesSearchCV(
         SVC(),
         {"C": Real(1e-2, 1e2, prior="log-uniform")},
         n_iter=5,
@@ -53,7 +52,14 @@ def searches():
         hyperparameter_sampling="map",
         cv=3,
         random_state=0,
+        **kwargs,
     ).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def searches():
+    X, y = load_iris(return_X_y=True)
+    ours = five_trials_of_svc_on_iris()
     theirs = RandomizedSearchCV(
         SVC(), {"C": loguniform(1e-2, 1e2)}, n_iter=5, cv=3, random_state=0
     ).fit(X, y)
@@ -314,18 +320,9 @@ def test_tradeoff_figure(searches):
 
 
 def test_every_figure_follows_the_refit_metric_of_a_multi_metric_search():
-    X, y = load_iris(return_X_y=True)
-    search = BayesSearchCV(
-        SVC(),
-        {"C": Real(1e-2, 1e2, prior="log-uniform")},
-        n_iter=5,
-        n_initial_points=3,
-        hyperparameter_sampling="map",
-        cv=3,
-        random_state=0,
-        scoring=["accuracy", "balanced_accuracy"],
-        refit="balanced_accuracy",
-    ).fit(X, y)
+    search = five_trials_of_svc_on_iris(
+        scoring=["accuracy", "balanced_accuracy"], refit="balanced_accuracy"
+    )
     balanced = search.cv_results_["mean_test_balanced_accuracy"]
     for plot in (plot_convergence, plot_fractions, plot_tradeoff):
         _, ax = plt.subplots()
