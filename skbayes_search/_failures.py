@@ -89,7 +89,7 @@ def warn_about_failures(
     if n_nan:
         warnings.warn(
             f"{n_nan} of {len(ctx.trials)} trials fitted but scored NaN or inf"
-            f"{_on_subsets(nan)}; the surrogate saw them as the worst observed "
+            f"{_likely_causes(nan)}; the surrogate saw them as the worst observed "
             "score. Check the scoring for folds where it is undefined (e.g. "
             "one class only).",
             UserWarning,
@@ -102,7 +102,7 @@ def warn_about_failures(
     )
     summary = _summary(errors)
     warnings.warn(
-        f"{n_failed} of {len(ctx.trials)} trials failed{_on_subsets(failed)}; "
+        f"{n_failed} of {len(ctx.trials)} trials failed{_likely_causes(failed)}; "
         "their scores are set "
         f"to error_score={error_score!r} and the surrogate saw them as "
         "the worst observed score. If these failures are not expected, "
@@ -113,7 +113,7 @@ def warn_about_failures(
     )
 
 
-def _on_subsets(trials: list) -> str:
+def _likely_causes(trials: list) -> str:
     """What the failure warnings say of the trials' likely causes: how many
     were stopped at a deadline, and how many of the others ran on a subset."""
     # the search's own deadlines record "TimeoutError: <reason>", where a

@@ -191,9 +191,9 @@ class SearchLoop:
             self._collect(self.workers.wait(self._wait_timeout(grace)))
             self._expire(final=True)
             self._start_backlog()
-            if self._backlog and not self._running:
-                if time.perf_counter() >= ctx.start_time + grace:
-                    self._drop_held_final()
+            past_grace = time.perf_counter() >= ctx.start_time + grace
+            if self._backlog and not self._running and past_grace:
+                self._drop_held_final()
         raise_if_all_failed(ctx, at_end=True)
 
     # ------------------------------------------------------------------

@@ -101,6 +101,7 @@ def _evaluate_bounded(
     # an unknown bound must not prune
     b = _evaluate(bound, C, nan=np.inf)
     order = np.argsort(-b, kind="stable")
+    excluded = _excluded_mask(C, excl)
     vals = np.full(C.shape[0], -np.inf)
     done = 0
     while done < C.shape[0]:
@@ -116,7 +117,7 @@ def _evaluate_bounded(
         if len(starts) < n_polish or (starts and not vals[starts[-1]] > rest):
             continue
         scored = order[:done]
-        admissible = scored[~_excluded_mask(C[scored], excl)]
+        admissible = scored[~excluded[scored]]
         top = np.sort(vals[admissible])[::-1][:n_top]
         if top.size == n_top and top[-1] > rest:
             break

@@ -178,12 +178,9 @@ def _upper_bound(
     with np.errstate(divide="ignore"):
         vals = vals + np.log(W)
     vals = vals.reshape(n, -1)
-    top = vals.max(axis=1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        total = np.log(np.exp(vals - top).sum(axis=1)) + top[:, 0]
-    # rounding slack: the bound must not fall below the value it bounds
-    return total - np.log(n_avg) + _BOUND_SLACK
+    # the terms' sum over the n_avg samples' mean; rounding slack: the bound
+    # must not fall below the value it bounds
+    return log_mean_exp(vals, axis=1) + np.log(vals.shape[1] / n_avg) + _BOUND_SLACK
 
 
 def _members(
