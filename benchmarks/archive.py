@@ -1,8 +1,9 @@
-"""Keep a race's run records in git in a compact form, and put them back.
+"""Pack a race's run records into one compact file, and put them back.
 
 A race takes many sessions of machine time, and a machine may be replaced
-between two of them: the raw folders (``runs/``, ``refits/``, ``sizing/``)
-are not committed, so a new machine would start the race again. The archive
+between two of them. Raw run records stay out of git (the raw folders
+``runs/``, ``refits/``, ``sizing/`` and this archive alike), so the archive is
+the file to carry to a new machine; without it the race starts again. It
 is what the reports need and ``--resume`` reads, without the per-trial lists:
 every budget's ``meta.json``, each run's record less its ``trials``, the
 refit caches and the peers' sizings, in one gzipped JSON file beside the
