@@ -18,7 +18,7 @@ Two response-surface kernels are built from them:
   dataset features);
 - :func:`mkl_kernel`: ``w0 * SE-ARD(x, x') * [same dataset] + w1 *
   NN(x, x') * g g'``, where ``g`` is the neighbour-group flag and ``NN`` the
-  positive semi-definite variant of the paper's ``1 - ||x - x'||^2 / B``
+  positive semi-definite variant of the paper's ``1 - ||x - x'|| / B``
   described in :class:`NeighbourKernel`.
 
 Why the group relation is ``g g'`` rather than the paper's "either point in
@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy.spatial.distance import cdist, pdist, squareform
 
 from .kernels import Kernel, ProductKernel, SumKernel, _as_2d
 from .stationary import StationaryARD
@@ -103,39 +104,44 @@ class _ParameterFree(Kernel):
 
 
 class NeighbourKernel(_ParameterFree):
-    """Positive semi-definite version of the paper's ``1 - ||x - x'||^2 / B``.
+    """The paper's nearest-neighbour kernel ``1 - ||x - x'|| / B``, made PSD.
 
-    Yogatama & Mann's nearest-neighbour kernel is ``1 - ||x - x'||^2 / B``
-    with ``B`` a bound on ``||x||^2``; here ``B`` defaults to ``p``, the number
-    of columns looked at, which bounds the squared norm of unit-cube inputs
-    (the kernel then stays in ``[0, 1]`` on the cube). As written it is not
-    positive semi-definite (points 0, 1/2, 1 on a line give a negative
-    eigenvalue). With ``z = x - 1/2`` and ``a(x) = ||z||^2 / B`` this class uses
+    Yogatama & Mann's second kernel is "one minus the normalized Euclidean
+    distance", ``1 - ||x - x'||_2 / B`` with ``B`` a bound on ``||x||_2``;
+    here ``B`` defaults to ``sqrt(p)``, ``p`` the number of columns looked
+    at, which bounds both the norm of unit-cube inputs and their distances.
+    As written it is not positive semi-definite on every set of points of
+    the cube (from ``p = 8`` the corners with the centre and a smaller cube
+    inside give a negative eigenvalue). Lévy's Brownian motion gives the
+    remedy: ``b(x, x') = (||x - o|| + ||x' - o|| - ||x - x'||) / B`` is PSD for
+    any centre ``o``, so with ``o`` the centre of the cube and
+    ``a(x) = ||x - o|| / B`` this class uses
 
-    ``k(x, x') = (1 - a(x)) (1 - a(x')) + 2 z . z' / B
-    = 1 - ||x - x'||^2 / B + a(x) a(x')``,
+    ``k(x, x') = (1 - a(x)) (1 - a(x')) + b(x, x')
+    = 1 - ||x - x'|| / B + a(x) a(x')``,
 
-    a rank-one PSD term plus a linear kernel, so PSD for any ``B > 0``. It is
-    the paper's kernel plus ``a(x) a(x')``, which on the unit cube with
-    ``B = p`` is at most ``1/16`` (opposite corners) and ``1/144`` on average:
-    the same similarity (one at equal inputs, falling linearly with the
-    squared distance) and the same function class (isotropic quadratics, so
-    the transferred surface can peak inside the space). The kernel has no
-    hyperparameters, as in the paper.
+    a rank-one PSD term plus ``b``, so PSD for any ``B > 0``. It is the
+    paper's kernel plus ``a(x) a(x')``, which on the unit cube with
+    ``B = sqrt(p)`` is at most ``1/4`` (two corners) and about ``1/12`` on
+    average. The similarity falls linearly with the distance, so the
+    transferred surface is made of cones centred on the neighbours' trials:
+    it peaks where they scored well. (A squared distance would make it an
+    isotropic quadratic with a linear trend, whose extremes lie on the faces
+    of the space.) The kernel has no hyperparameters, as in the paper.
 
     Parameters
     ----------
     dims : sequence of int
         Columns of ``X`` holding the unit-cube hyperparameters.
     bound : float, default=None
-        ``B``; ``len(dims)`` when None.
+        ``B``; ``sqrt(len(dims))`` when None.
     """
 
     def __init__(self, dims: Sequence[int], bound: float | None = None):
         self.dims = _check_dims(dims)
         if self.dims is None:
             raise ValueError("NeighbourKernel needs the hyperparameter columns.")
-        self.bound = float(len(self.dims) if bound is None else bound)
+        self.bound = float(math.sqrt(len(self.dims)) if bound is None else bound)
         if not (np.isfinite(self.bound) and self.bound > 0):
             raise ValueError(f"bound must be a positive number, got {bound!r}.")
 
@@ -149,26 +155,25 @@ class NeighbourKernel(_ParameterFree):
             )
         return self
 
-    def features(self, X: Any) -> np.ndarray:
-        """Feature map ``phi`` with ``k(x, x') = phi(x) . phi(x')``, shape (n, p+1)."""
-        Z = _as_2d(X)[:, self.dims] - 0.5
-        a = np.einsum("ij,ij->i", Z, Z) / self.bound
-        return np.column_stack([1.0 - a, np.sqrt(2.0 / self.bound) * Z])
+    def _radius(self, x: np.ndarray) -> np.ndarray:
+        """``a(x)``: the distance from the cube's centre, over ``B``."""
+        return np.sqrt(np.einsum("ij,ij->i", x - 0.5, x - 0.5)) / self.bound
 
     def precompute(self, X1: Any, X2: Any = None) -> Any:
         # no hyperparameters: the whole matrix is theta-independent
-        F1 = self.features(X1)
+        x1 = _as_2d(X1)[:, self.dims]
+        a1 = self._radius(x1)
         if X2 is None:
-            K = F1 @ F1.T
-            return 0.5 * (K + K.T)
-        return F1 @ self.features(X2).T
+            # exactly symmetric, with an exact zero distance on the diagonal
+            return 1.0 - squareform(pdist(x1)) / self.bound + np.outer(a1, a1)
+        x2 = _as_2d(X2)[:, self.dims]
+        return 1.0 - cdist(x1, x2) / self.bound + np.outer(a1, self._radius(x2))
 
     def evaluate(self, theta: np.ndarray, pre: Any) -> np.ndarray:
         return pre
 
     def diag(self, theta: np.ndarray, X: Any) -> np.ndarray:
-        F = self.features(X)
-        return np.einsum("ij,ij->i", F, F)
+        return 1.0 + self._radius(_as_2d(X)[:, self.dims]) ** 2
 
 
 class DatasetKernel(_ParameterFree):

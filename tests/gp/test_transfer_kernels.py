@@ -45,15 +45,15 @@ def test_mkl_kernel_equals_its_definition_and_is_psd():
     lengths = np.array([0.4, 1.5])
     kernel = mkl_kernel(2, (w0, w1))
     K = kernel(np.log(lengths), X)
-    n, B = len(X), 2.0
+    n, B = len(X), np.sqrt(2.0)
     expected = np.empty((n, n))
     for i in range(n):
         for j in range(n):
-            d2 = np.sum((x[i] - x[j]) ** 2)
+            d = np.sqrt(np.sum((x[i] - x[j]) ** 2))
             se = np.exp(-0.5 * np.sum(((x[i] - x[j]) / lengths) ** 2))
-            a_i = np.sum((x[i] - 0.5) ** 2) / B
-            a_j = np.sum((x[j] - 0.5) ** 2) / B
-            nn = 1.0 - d2 / B + a_i * a_j
+            a_i = np.sqrt(np.sum((x[i] - 0.5) ** 2)) / B
+            a_j = np.sqrt(np.sum((x[j] - 0.5) ** 2)) / B
+            nn = 1.0 - d / B + a_i * a_j
             same = dataset[i] == dataset[j]
             both = group[i] == 1 and group[j] == 1
             expected[i, j] = w0 * se * same + w1 * nn * both
@@ -62,16 +62,17 @@ def test_mkl_kernel_equals_its_definition_and_is_psd():
     assert np.linalg.eigvalsh(K).min() > -1e-12
     np.testing.assert_allclose(kernel.diag(np.log(lengths), X), np.diag(K))
 
-    # The kernel as the paper writes it (1 - d^2/B on pairs involving a
-    # neighbour dataset) is indefinite on this very case: the fix is needed.
+    # The group relation as the paper writes it (the distance kernel on pairs
+    # involving a neighbour dataset) is indefinite on this very case: the
+    # product of group flags is needed.
     literal = np.empty((n, n))
     for i in range(n):
         for j in range(n):
-            d2 = np.sum((x[i] - x[j]) ** 2)
+            d = np.sqrt(np.sum((x[i] - x[j]) ** 2))
             se = np.exp(-0.5 * np.sum(((x[i] - x[j]) / lengths) ** 2))
             involves = dataset[i] == 1 or dataset[j] == 1
             literal[i, j] = (
-                w0 * se * (dataset[i] == dataset[j]) + w1 * (1.0 - d2 / B) * involves
+                w0 * se * (dataset[i] == dataset[j]) + w1 * (1.0 - d / B) * involves
             )
     assert np.linalg.eigvalsh(literal).min() < -1e-3
 
@@ -119,16 +120,35 @@ def test_transfer_kernels_are_psd_on_random_inputs(seed):
             X, rng.normal(size=n), np.r_[0.0, 0.0, np.log(1e-4), theta]
         )
         assert gp.jitter_ == 0.0
-    # the neighbour kernel alone: PSD where the paper's form is not
+    # the neighbour kernel alone: one minus the normalised Euclidean
+    # distance, plus the rank-one term that makes it PSD everywhere
     nk = NeighbourKernel(range(p))
     Kn = nk(np.empty(0), X)
     assert np.linalg.eigvalsh(Kn).min() > -1e-10
     x = X[:, :p]
-    d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
-    a = ((x - 0.5) ** 2).sum(1) / p
-    np.testing.assert_allclose(Kn, 1.0 - d2 / p + np.outer(a, a), atol=1e-12)
-    # the correction is small on the unit cube
-    assert np.outer(a, a).max() <= 1.0 / 16.0 + 1e-12
+    d = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))
+    a = np.sqrt(((x - 0.5) ** 2).sum(1) / p)
+    np.testing.assert_allclose(Kn, 1.0 - d / np.sqrt(p) + np.outer(a, a), atol=1e-12)
+    # the term is at most 1/4 on the unit cube (two corners)
+    assert np.outer(a, a).max() <= 0.25 + 1e-12
+    np.testing.assert_array_equal(Kn, Kn.T)
+    np.testing.assert_array_equal(nk.diag(np.empty(0), X), np.diag(Kn))
+    np.testing.assert_allclose(nk(np.empty(0), X, X[:7]), Kn[:, :7], atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 5, 8, 10])
+def test_neighbour_kernel_is_psd_where_the_paper_s_form_is_not(p):
+    # the cube's corners with its centre and a smaller cube inside: the
+    # paper's 1 - d / B is indefinite on them from p = 8 on
+    corners = np.array(np.meshgrid(*[[0.0, 1.0]] * p)).reshape(p, -1).T
+    centre = np.full((1, p), 0.5)
+    X = np.vstack([corners, centre, 0.5 * corners + 0.25])
+    K = NeighbourKernel(range(p))(np.empty(0), X)
+    assert K.min() >= -1e-12
+    assert np.linalg.eigvalsh(K).min() > -1e-10
+    d = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    literal = np.linalg.eigvalsh(1.0 - d / np.sqrt(p)).min()
+    assert (literal < -1e-3) == (p >= 8)
 
 
 def test_kernel_gradients_match_finite_differences():
