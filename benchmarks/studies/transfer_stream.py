@@ -175,7 +175,18 @@ def _split(name, X, y, test_size, seed):
 
 
 def run_search(
-    method, X, y, *, store, name, seed, n_iter, cv, refit=False, run_name=None
+    method,
+    X,
+    y,
+    *,
+    store,
+    name,
+    seed,
+    n_iter,
+    cv,
+    refit=False,
+    run_name=None,
+    mkl_weights=None,
 ):
     common = dict(n_iter=n_iter, cv=cv, refit=refit, n_jobs=1, random_state=seed)
     if method == "random":
@@ -184,11 +195,13 @@ def run_search(
         search = BayesSearchCV(make_model(), SPACE, **common)
     else:
         kernel = "mkl" if method == "mkl" else "sqe"
+        weights = {} if mkl_weights is None else {"kernel_weights": mkl_weights}
         search = TransferBayesSearchCV(
             make_model(),
             SPACE,
             store=store,
             kernel=kernel,
+            **(weights if kernel == "mkl" else {}),
             dataset_name=name,
             run_name=run_name,
             **common,
@@ -273,7 +286,16 @@ def read_records(records_dir):
 
 
 def stream_runs(
-    data, orders, methods, out, *, n_iter, cv, same_seed=False, resume=False
+    data,
+    orders,
+    methods,
+    out,
+    *,
+    n_iter,
+    cv,
+    same_seed=False,
+    resume=False,
+    mkl_weights=None,
 ) -> Iterator[dict]:
     """Run the stream, yielding each new record once written to ``out/records``.
 
@@ -321,6 +343,7 @@ def stream_runs(
                     cv=cv,
                     refit=bool(len(y_test)),
                     run_name=f"o{order}-p{position}-{name}",
+                    mkl_weights=mkl_weights,
                 )
                 record = search_record(
                     search, method, order, position, name, seed, (X_test, y_test)
@@ -529,6 +552,15 @@ def add_arguments(parser, **defaults):
         action="store_true",
         help="random_state=order on every data set (one seed for the stream)",
     )
+    parser.add_argument(
+        "--mkl-weights",
+        nargs=2,
+        type=float,
+        default=None,
+        metavar=("W0", "W1"),
+        help="kernel_weights of the mkl searches (default: the library's, the "
+        "paper's 0.3 and 0.7); a run with other weights needs its own --out",
+    )
 
 
 def results_frame(records, n_iter):
@@ -557,6 +589,7 @@ def run_logged(args: argparse.Namespace) -> list:
             cv=args.cv,
             same_seed=args.same_seed,
             resume=args.resume,
+            mkl_weights=args.mkl_weights and tuple(args.mkl_weights),
         ):
             print(
                 f"order {record['order']} position {record['position']} "
