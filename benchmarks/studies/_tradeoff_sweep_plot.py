@@ -37,6 +37,22 @@ _LABEL_OFFSETS = (
 )
 
 
+def _annotate(
+    ax: Any, label: str, point: tuple, offset: tuple, ha: str, **style: Any
+) -> Any:
+    """``label`` at ``offset`` points from ``point``, above or below it."""
+    return ax.annotate(
+        label,
+        point,
+        textcoords="offset points",
+        xytext=offset,
+        ha=ha,
+        va="bottom" if offset[1] > 0 else "top",
+        fontsize=8,
+        **style,
+    )
+
+
 def _label_points(ax: Any, rows: list[Record], base: Record) -> None:
     """One label per selected model, placed where it overlaps nothing drawn.
 
@@ -65,15 +81,7 @@ def _label_points(ax: Any, rows: list[Record], base: Record) -> None:
         # (when nothing fits: the first offset, overlaps and all)
         chosen, chosen_box = None, None
         for offset, ha in _LABEL_OFFSETS:
-            probe = ax.annotate(
-                label,
-                point,
-                textcoords="offset points",
-                xytext=offset,
-                ha=ha,
-                va="bottom" if offset[1] > 0 else "top",
-                fontsize=8,
-            )
+            probe = _annotate(ax, label, point, offset, ha)
             box = probe.get_window_extent(renderer)
             probe.remove()
             inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
@@ -83,14 +91,12 @@ def _label_points(ax: Any, rows: list[Record], base: Record) -> None:
             if fits:
                 break
         offset, ha = chosen
-        ax.annotate(
+        _annotate(
+            ax,
             label,
             point,
-            textcoords="offset points",
-            xytext=offset,
-            ha=ha,
-            va="bottom" if offset[1] > 0 else "top",
-            fontsize=8,
+            offset,
+            ha,
             color="tab:blue",
             # a leader line, so that a label pushed away from crowded points
             # still says which point it names
