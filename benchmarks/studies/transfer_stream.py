@@ -187,6 +187,7 @@ def run_search(
     refit=False,
     run_name=None,
     mkl_weights=None,
+    random_replacement=None,
 ):
     common = dict(n_iter=n_iter, cv=cv, refit=refit, n_jobs=1, random_state=seed)
     if method == "random":
@@ -195,13 +196,17 @@ def run_search(
         search = BayesSearchCV(make_model(), SPACE, **common)
     else:
         kernel = "mkl" if method == "mkl" else "sqe"
-        weights = {} if mkl_weights is None else {"kernel_weights": mkl_weights}
+        options = {} if mkl_weights is None else {"kernel_weights": mkl_weights}
+        if kernel != "mkl":
+            options = {}
+        if random_replacement is not None:
+            options["random_replacement"] = random_replacement
         search = TransferBayesSearchCV(
             make_model(),
             SPACE,
             store=store,
             kernel=kernel,
-            **(weights if kernel == "mkl" else {}),
+            **options,
             dataset_name=name,
             run_name=run_name,
             **common,
@@ -296,6 +301,7 @@ def stream_runs(
     same_seed=False,
     resume=False,
     mkl_weights=None,
+    random_replacement=None,
 ) -> Iterator[dict]:
     """Run the stream, yielding each new record once written to ``out/records``.
 
@@ -344,6 +350,7 @@ def stream_runs(
                     refit=bool(len(y_test)),
                     run_name=f"o{order}-p{position}-{name}",
                     mkl_weights=mkl_weights,
+                    random_replacement=random_replacement,
                 )
                 record = search_record(
                     search, method, order, position, name, seed, (X_test, y_test)
@@ -561,6 +568,13 @@ def add_arguments(parser, **defaults):
         help="kernel_weights of the mkl searches (default: the library's, the "
         "paper's 0.3 and 0.7); a run with other weights needs its own --out",
     )
+    parser.add_argument(
+        "--random-replacement",
+        type=float,
+        default=None,
+        help="random_replacement of the transfer searches (indep, sqe, mkl; "
+        "default: the library's, the paper's 0.25); needs its own --out",
+    )
 
 
 def results_frame(records, n_iter):
@@ -590,6 +604,7 @@ def run_logged(args: argparse.Namespace) -> list:
             same_seed=args.same_seed,
             resume=args.resume,
             mkl_weights=args.mkl_weights and tuple(args.mkl_weights),
+            random_replacement=args.random_replacement,
         ):
             print(
                 f"order {record['order']} position {record['position']} "
