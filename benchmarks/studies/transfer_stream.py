@@ -52,7 +52,8 @@ Store cost: a store is filled with ``N`` = 10, 20, 40, 80 finished prior runs
 (copies of the ``mkl`` runs of order 0 with their meta-features jittered, so
 their content is real) and a ``TransferBayesSearchCV`` of each kernel runs 5
 trials of a cheap model on a small task against it; the per-iteration cost is
-its wall time minus the time spent fitting and scoring, divided by the trials.
+its wall time minus the time spent fitting and scoring, divided by the trials
+(``_transfer_cost.py``).
 
 Each data set is split once into a search part (70 %, where the searches run
 their CV: the "development" score) and a held-out test part (30 %) on which
@@ -98,9 +99,7 @@ from skbayes_search import (
     Integer,
     Real,
     TransferBayesSearchCV,
-    TrialStore,
 )
-from skbayes_search.storage import TRIAL_FIELDS
 
 METHODS = ("random", "bayes", "indep", "sqe", "mkl")
 SOURCES = (
@@ -126,7 +125,6 @@ DISTRIBUTIONS = {
     P + "tol": loguniform(1e-5, 1e-1),
     P + "max_iter": randint(2, 201),
 }
-COST_SIZES = (10, 20, 40, 80)
 
 
 def make_model():
@@ -374,82 +372,6 @@ def rank_table(df, n_iter):
     return ranks.reset_index()
 
 
-def measure_cost(source_store, work_dir, sizes, seed=0):
-    """Per-iteration strategy cost with ``N`` prior runs in the store."""
-    src = TrialStore(source_store)
-    runs = [r for r in src.runs(finished=True)]
-    rng = np.random.default_rng(seed)
-    X, y = load_small_task(seed)
-    rows = []
-    for n in sizes:
-        path = os.path.join(work_dir, f"cost-{n}.sqlite")
-        if os.path.exists(path):
-            # a rerun measures afresh, not on top of the last run's copies
-            os.remove(path)
-        store = TrialStore(path)
-        n_trials = 0
-        for i in range(n):
-            run = runs[i % len(runs)]
-            meta = dict(run["meta"] or {})
-            if i >= len(runs):
-                # jitter the copies' meta-features so neighbour ranks differ
-                meta["n_samples"] = int(meta["n_samples"] * rng.uniform(0.8, 1.2))
-            rid = store.open_run(
-                f"copy-{i}",
-                strategy=run["strategy"],
-                estimator_class=run["estimator_class"],
-                space_signature=run["space_signature"],
-                meta=meta,
-            )
-            for trial in src.trials(run["id"]):
-                n_trials += 1
-                store.add_trial(
-                    rid,
-                    {k: trial[k] for k in TRIAL_FIELDS},
-                )
-            store.finish_run(rid)
-        for kernel in ("sqe", "mkl"):
-            n_iter = 5
-            search = TransferBayesSearchCV(
-                make_model(),
-                SPACE,
-                store=store,
-                kernel=kernel,
-                run_name=f"probe-{kernel}",
-                n_iter=n_iter,
-                cv=3,
-                refit=False,
-                n_jobs=1,
-                random_state=seed,
-            )
-            start = time.perf_counter()
-            search.fit(X, y)
-            wall = time.perf_counter() - start
-            res = search.cv_results_
-            cv_time = float(np.sum(res["mean_fit_time"] + res["mean_score_time"])) * 3
-            rows.append(
-                {
-                    "n_prior_runs": n,
-                    "n_prior_trials": n_trials,
-                    "kernel": kernel,
-                    "per_iteration_s": (wall - cv_time) / n_iter,
-                }
-            )
-            print(
-                f"cost N={n} {kernel}: {rows[-1]['per_iteration_s']:.3f} s", flush=True
-            )
-        store.close()
-    src.close()
-    return pd.DataFrame(rows)
-
-
-def load_small_task(seed):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(150, 5))
-    y = (X[:, 0] + rng.normal(scale=0.5, size=150) > 0).astype(int)
-    return X, y
-
-
 def write_summary(out, df, ranks, cost, args, elapsed, n_data):
     n_iter = args.n_iter
     methods = [m for m in METHODS if m in ranks.columns]
@@ -631,6 +553,8 @@ def main(argv=None):
         ranks = rank_table(df, args.n_iter)
         cost = None
         if not args.no_cost and "mkl" in args.methods:
+            from ._transfer_cost import COST_SIZES, measure_cost
+
             stores = os.path.join(args.out, "stores")
             cost = measure_cost(
                 os.path.join(stores, "mkl-0.sqlite"), stores, COST_SIZES
