@@ -194,9 +194,9 @@ def run_search(
         search = BayesSearchCV(make_model(), SPACE, **common)
     else:
         kernel = "mkl" if method == "mkl" else "sqe"
-        options = {} if mkl_weights is None else {"kernel_weights": mkl_weights}
-        if kernel != "mkl":
-            options = {}
+        options = {}
+        if kernel == "mkl" and mkl_weights is not None:
+            options["kernel_weights"] = mkl_weights
         if random_replacement is not None:
             options["random_replacement"] = random_replacement
         search = TransferBayesSearchCV(
