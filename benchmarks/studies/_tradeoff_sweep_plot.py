@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ._tradeoff_sweep_report import _baseline
 from .tradeoff_sweep import (
     BASELINE,
     CV,
@@ -19,7 +20,6 @@ from .tradeoff_sweep import (
     TRADEOFF,
     Record,
     TaskSpec,
-    _baseline,
 )
 
 # Label offsets (points) tried in turn, with their horizontal alignment.
