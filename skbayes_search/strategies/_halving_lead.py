@@ -31,6 +31,11 @@ _N_INITIAL = 3
 # number in the hundreds, and a sampled GP's proposal (0.14 s at 180 trials)
 # cost more than the trial and left the workers waiting for it.
 _MCMC_UNTIL = 40
+# Lead trials the GPs are fitted on, at most (the best half and a spread of
+# the rest): a MAP proposal's cost grows with them, from 11 ms at 70 trials to
+# 49 ms past 500 (magic, 540-row rung), more than a third of such a trial, and
+# the search's process then takes a share of the two cores the workers need.
+_MAX_OBSERVATIONS = 100
 # The lead stays on its rung until the rung's predicted cost is this many
 # times what LEAD_MIN_TRIALS allow: early predictions, extrapolated from the
 # smallest rungs, move it up and down, and each rung it visits starts its GP
@@ -216,6 +221,7 @@ class LeadRung:
                 n_initial_points=_N_INITIAL,
                 seed=self.seed + 1 + k,
                 mcmc_until=_MCMC_UNTIL,
+                max_observations=_MAX_OBSERVATIONS,
                 kernel=Matern52(log_length_prior=LEAD_LENGTH_PRIOR),
             )
         trials = proposer.ask(

@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import BaseBayesSearchCV, shared_params
+from .._response_surface import informative_subset
 from .._trial import SearchContext, Trial
 from .._validation import warn_if_space_small
 from ..acquisition import make_acquisition
@@ -294,6 +295,14 @@ class BayesProposer:
         trials to the corners of the space (on SVC's score surfaces, the
         plateau itself).
         False: the GP proposes from two successes, whatever their scores.
+    max_observations : int or None, default=None
+        Past this many trials the GPs are fitted on this many of them: the
+        best half and a spread of the rest
+        (:func:`~skbayes_search._response_surface.informative_subset`); no
+        trial is proposed again all the same. A proposal's cost grows with
+        the GP's observations (cubically in its fit), and where trials are
+        cheap enough to number in the hundreds it would grow past a trial's.
+        None: every trial.
 
     Examples
     --------
@@ -325,8 +334,10 @@ class BayesProposer:
         mcmc_until: int | None = None,
         kernel: Kernel | None = None,
         explore_ties: bool = True,
+        max_observations: int | None = None,
     ) -> None:
         self.acquisition = acquisition
+        self.max_observations = max_observations
         self.explore_ties = explore_ties
         self.kernel = kernel
         self.kappa = kappa
@@ -399,12 +410,14 @@ class BayesProposer:
                 for p in ctx.space.from_unit(U[:n_slots])
             ]
         y = ctx.losses(trials)
-        surrogate = self._surrogate_for(len(y))
-        surrogate.fit(X, y)
+        # the best trial is always kept, so y_best and the seeds are unchanged
+        kept = informative_subset(X, y, self.max_observations)
+        surrogate = self._surrogate_for(len(kept))
+        surrogate.fit(X[kept], y[kept])
         cost_surrogate = None
         if self.cost_surrogate is not None:
-            cost_surrogate = self._surrogate_for(len(y), cost=True)
-            cost_surrogate.fit(X, np.log(ctx.costs(trials)))
+            cost_surrogate = self._surrogate_for(len(kept), cost=True)
+            cost_surrogate.fit(X[kept], np.log(ctx.costs(trials))[kept])
         y_best = float(np.min(y))
 
         def acquisition_for(pending: np.ndarray | None) -> Any:

@@ -612,6 +612,40 @@ def test_a_proposer_past_mcmc_until_uses_a_map_gp(acquisition):
     assert 0.0 <= trial.params["a"] <= 1.0
 
 
+@pytest.mark.parametrize("acquisition", ["ei", "ei_per_second"])
+def test_a_proposer_past_max_observations_fits_its_gps_on_a_subset(acquisition):
+    # a GP of the best half and a spread of the rest, its cost GP on the same
+    # trials; what was evaluated is still never proposed again
+    ctx = search_context({"a": Real(0.0, 1.0), "b": Real(0.0, 1.0)}, n_train=100)
+    proposer = BayesProposer(
+        acquisition=acquisition,
+        hyperparameter_sampling="map",
+        n_initial_points=2,
+        seed=0,
+        max_observations=10,
+    )
+    rng = np.random.default_rng(0)
+    for a, b in rng.random((30, 2)):
+        _observe(ctx, {"a": a, "b": b}, -((a - 0.3) ** 2) - (b - 0.6) ** 2)
+        ctx.trials[-1].cost = 1.0 + a
+    trials = proposer.ask(ctx, ctx.trials, 3, fraction=1.0, iteration=0)
+    gp = proposer.surrogate
+    assert gp.X_.shape == (10, 2)
+    losses = ctx.losses(ctx.trials)
+    # the five best trials are among the GP's observations
+    np.testing.assert_allclose(np.sort(gp.y_)[:5], np.sort(losses)[:5])
+    if acquisition == "ei_per_second":
+        a_kept = np.sort(proposer.cost_surrogate.X_[:, 0])
+        np.testing.assert_allclose(a_kept, np.sort(gp.X_[:, 0]))
+    U = ctx.space.to_unit([t.params for t in trials])
+    evaluated = ctx.X(ctx.trials)
+    assert np.min(np.abs(U[:, None, :] - evaluated[None]).max(axis=2)) > 1e-9
+    # at or under the cap, every trial
+    proposer.max_observations = 30
+    proposer.ask(ctx, ctx.trials, 1, fraction=1.0, iteration=1)
+    assert proposer.surrogate.X_.shape == (30, 2)
+
+
 def _observe(ctx, params, score):
     ctx.trials.append(
         TrialRecord(
