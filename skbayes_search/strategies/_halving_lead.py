@@ -32,8 +32,8 @@ _N_INITIAL = 3
 # cost more than the trial and left the workers waiting for it.
 _MCMC_UNTIL = 40
 # Lead trials the GPs are fitted on, at most (the best half and a spread of
-# the rest): a MAP proposal's cost grows with them, from 11 ms at 70 trials to
-# 49 ms past 500 (magic, 540-row rung), more than a third of such a trial, and
+# the rest): a MAP proposal's cost grows with them, from 11 ms at 40 to 100
+# trials to 43 ms past 500 (magic, 540-row rung), a third of such a trial, and
 # the search's process then takes a share of the two cores the workers need.
 _MAX_OBSERVATIONS = 100
 # The lead stays on its rung until the rung's predicted cost is this many

@@ -150,8 +150,9 @@ class HalvingBayesSearchCV(HalvingAnswer, BaseBayesSearchCV):
         (without ``max_time``, the rung below all data); once there, the
         lead stays while they are predicted to take at most twice the share.
         Its configurations are proposed by the EI of a GP fitted on that
-        rung's trials alone (under ``max_time`` EI per second, with a second
-        GP of their measured fit times), after 3 random ones (configurations
+        rung's trials alone (past 100, on the best half and a spread of the
+        rest; under ``max_time`` EI per second, with a second GP of their
+        measured fit times), after 3 random ones (configurations
         promoted there count), so rankings on smaller subsets cannot mislead
         it; they compete with the promoted ones for the all-data evaluation.
         A lead trial starts whenever lead trials, running ones at their
