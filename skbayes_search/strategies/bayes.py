@@ -298,8 +298,8 @@ class BayesProposer:
     max_observations : int or None, default=None
         Past this many trials the GPs are fitted on this many of them: the
         best half and a spread of the rest
-        (:func:`~skbayes_search._response_surface.informative_subset`); no
-        trial is proposed again all the same. A proposal's cost grows with
+        (:func:`~skbayes_search._response_surface.informative_subset`); every
+        trial is still excluded from the proposals. A proposal's cost grows with
         the GP's observations (cubically in its fit), and where trials are
         cheap enough to number in the hundreds it would grow past a trial's.
         None: every trial.
