@@ -61,7 +61,11 @@ the configuration each search chose is scored after a refit on the search
 part (the paper's "test" score).
 
 Everything runs under ``threadpoolctl.threadpool_limits(1)``. Outputs in
-``--out``: ``records/`` (one JSON file per search: method, order, position,
+``--out``: ``stream.json`` (the options that decide what a record holds:
+sources, rows, copies, trials, folds, test share, seeding, the transfer
+searches' weights and replacement; a run given other ones on the same
+``--out`` is refused, so that one stream never mixes them), ``records/``
+(one JSON file per search: method, order, position,
 data set, seed, every trial's CV score and parameters, the test score, the
 load average; ``--resume`` skips the searches that have one), ``stores/``
 (the transfer searches' stores, which a resumed stream continues),
@@ -98,17 +102,10 @@ from skbayes_search import (
     TransferBayesSearchCV,
 )
 
-METHODS = ("random", "bayes", "indep", "sqe", "mkl")
-SOURCES = (
-    "adult",
-    "letter",
-    "magic",
-    "shuttle",
-    "pendigits",
-    "credit_default",
-    "connect_4",
-    "covertype_75k",
-)
+from ._transfer_options import METHODS, SOURCES, add_arguments, check_options
+
+__all__ = ["METHODS", "SOURCES", "add_arguments", "check_options"]
+
 P = "logisticregression__"
 SPACE = {
     P + "C": Real(1e-3, 1e2, prior="log-uniform"),
@@ -369,59 +366,6 @@ def rank_table(df, n_iter):
     return ranks.reset_index()
 
 
-def add_arguments(parser, **defaults):
-    """The stream's options (shared with ``benchmarks.papers.transfer``)."""
-    d = {"orders": 3, "n_rows": 800, "copies": 2, "sources": list(SOURCES), **defaults}
-    parser.add_argument("--data-dir", default="../shared/datasets")
-    parser.add_argument("--orders", type=int, default=d["orders"])
-    parser.add_argument(
-        "--first-order",
-        type=int,
-        default=0,
-        help="run orders FIRST_ORDER .. ORDERS - 1 only (orders are independent: "
-        "two processes may share one --out with disjoint ranges)",
-    )
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--sources", nargs="+", default=d["sources"])
-    parser.add_argument("--n-rows", type=int, default=d["n_rows"])
-    parser.add_argument("--copies", type=int, default=d["copies"])
-    parser.add_argument("--n-iter", type=int, default=10)
-    parser.add_argument("--cv", type=int, default=3)
-    parser.add_argument(
-        "--test-size",
-        type=float,
-        default=0.3,
-        help="held-out share of every data set (0: no test score)",
-    )
-    parser.add_argument("--methods", nargs="+", default=list(METHODS))
-    parser.add_argument(
-        "--resume",
-        action="store_true",
-        help="skip the searches with a record in OUT/records, continue the stores",
-    )
-    parser.add_argument(
-        "--same-seed",
-        action="store_true",
-        help="random_state=order on every data set (one seed for the stream)",
-    )
-    parser.add_argument(
-        "--mkl-weights",
-        nargs=2,
-        type=float,
-        default=None,
-        metavar=("W0", "W1"),
-        help="kernel_weights of the mkl searches (default: the library's, the "
-        "paper's 0.3 and 0.7); a run with other weights needs its own --out",
-    )
-    parser.add_argument(
-        "--random-replacement",
-        type=float,
-        default=None,
-        help="random_replacement of the transfer searches (indep, sqe, mkl; "
-        "default: the library's, the paper's 0.25); needs its own --out",
-    )
-
-
 def results_frame(records, n_iter):
     """One row per (record, trial) of the records, as ``results.csv`` holds."""
     return pd.DataFrame([row for r in records for row in trial_rows(r, n_iter)])
@@ -431,7 +375,7 @@ def run_logged(args: argparse.Namespace) -> list:
     """Load the stream's data sets and run every search of ``args`` still
     missing, one line each; return the data sets. The one run loop of the
     study and of ``benchmarks.papers.transfer``."""
-    os.makedirs(args.out, exist_ok=True)
+    check_options(args.out, args)
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", UserWarning)
     data = load_datasets(

@@ -1,0 +1,137 @@
+"""The transfer stream's options: its command-line arguments, and the record
+of them in ``OUT/stream.json`` that keeps one ``--out`` to one set of them
+(``benchmarks.studies.transfer_stream``, ``benchmarks.papers.transfer``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+METHODS = ("random", "bayes", "indep", "sqe", "mkl")
+SOURCES = (
+    "adult",
+    "letter",
+    "magic",
+    "shuttle",
+    "pendigits",
+    "credit_default",
+    "connect_4",
+    "covertype_75k",
+)
+
+
+def add_arguments(parser, **defaults):
+    """The stream's options (shared with ``benchmarks.papers.transfer``)."""
+    d = {"orders": 3, "n_rows": 800, "copies": 2, "sources": list(SOURCES), **defaults}
+    parser.add_argument("--data-dir", default="../shared/datasets")
+    parser.add_argument("--orders", type=int, default=d["orders"])
+    parser.add_argument(
+        "--first-order",
+        type=int,
+        default=0,
+        help="run orders FIRST_ORDER .. ORDERS - 1 only (orders are independent: "
+        "two processes may share one --out with disjoint ranges)",
+    )
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--sources", nargs="+", default=d["sources"])
+    parser.add_argument("--n-rows", type=int, default=d["n_rows"])
+    parser.add_argument("--copies", type=int, default=d["copies"])
+    parser.add_argument("--n-iter", type=int, default=10)
+    parser.add_argument("--cv", type=int, default=3)
+    parser.add_argument(
+        "--test-size",
+        type=float,
+        default=0.3,
+        help="held-out share of every data set (0: no test score)",
+    )
+    parser.add_argument("--methods", nargs="+", default=list(METHODS))
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip the searches with a record in OUT/records, continue the stores",
+    )
+    parser.add_argument(
+        "--same-seed",
+        action="store_true",
+        help="random_state=order on every data set (one seed for the stream)",
+    )
+    parser.add_argument(
+        "--mkl-weights",
+        nargs=2,
+        type=float,
+        default=None,
+        metavar=("W0", "W1"),
+        help="kernel_weights of the mkl searches (default: the library's, the "
+        "paper's 0.3 and 0.7); recorded in OUT/stream.json with the other "
+        "options that decide a record, and a stream continues only with them",
+    )
+    parser.add_argument(
+        "--random-replacement",
+        type=float,
+        default=None,
+        help="random_replacement of the transfer searches (indep, sqe, mkl; "
+        "default: the library's, the paper's 0.25); recorded like --mkl-weights",
+    )
+
+
+# The options that decide what a record holds: every search of one --out must
+# share them, so that the ranks compare like with like (the orders, methods and
+# --first-order may differ between the runs that fill one --out).
+RECORDED_OPTIONS = (
+    "sources",
+    "n_rows",
+    "copies",
+    "n_iter",
+    "cv",
+    "test_size",
+    "same_seed",
+    "mkl_weights",
+    "random_replacement",
+)
+
+
+def check_options(out: str, args: argparse.Namespace) -> None:
+    """Record the stream's options in ``out/stream.json``, or check them
+    against the ones recorded there.
+
+    Raises ``SystemExit`` naming every option that differs from the recorded
+    value, and when ``out/records`` holds records but no options were
+    recorded (their options cannot be checked).
+    """
+    given = {name: _jsonable(getattr(args, name)) for name in RECORDED_OPTIONS}
+    path = os.path.join(out, "stream.json")
+    if not os.path.exists(path):
+        records_dir = os.path.join(out, "records")
+        if os.path.isdir(records_dir) and any(
+            f.endswith(".json") for f in os.listdir(records_dir)
+        ):
+            raise SystemExit(
+                f"{records_dir} holds records but {path} does not say which "
+                "options made them, so they cannot be checked against these: "
+                "choose another --out (or write that file with the options "
+                f"{', '.join(RECORDED_OPTIONS)} they were made with)."
+            )
+        os.makedirs(out, exist_ok=True)
+        with open(path + ".tmp", "w") as fh:
+            json.dump(given, fh, indent=1)
+        os.replace(path + ".tmp", path)
+        return
+    with open(path) as fh:
+        recorded = json.load(fh)
+    differ = [
+        f"--{name.replace('_', '-')}: {recorded.get(name)!r} recorded, "
+        f"{given[name]!r} given"
+        for name in RECORDED_OPTIONS
+        if recorded.get(name) != given[name]
+    ]
+    if differ:
+        raise SystemExit(
+            f"{out} holds a stream made with other options ({'; '.join(differ)}): "
+            "give the recorded ones to continue it, or choose another --out."
+        )
+
+
+def _jsonable(value):
+    # argparse gives lists for nargs options; JSON reads them back as lists
+    return list(value) if isinstance(value, tuple) else value
