@@ -102,9 +102,7 @@ from skbayes_search import (
     TransferBayesSearchCV,
 )
 
-from ._transfer_options import METHODS, SOURCES, add_arguments, check_options
-
-__all__ = ["METHODS", "SOURCES", "add_arguments", "check_options"]
+from ._transfer_options import METHODS, add_arguments, check_options
 
 P = "logisticregression__"
 SPACE = {
