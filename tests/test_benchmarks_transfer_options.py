@@ -17,7 +17,7 @@ def _args(out, *extra):
 
 def test_a_new_out_records_the_options_and_accepts_them_again(tmp_path):
     args = _args(tmp_path, "--mkl-weights", "0.5", "0.5", "--n-rows", "600")
-    check_options(str(tmp_path), args)
+    check_options(args)
     recorded = json.loads((tmp_path / "stream.json").read_text())
     assert recorded["mkl_weights"] == [0.5, 0.5]
     assert recorded["n_rows"] == 600
@@ -34,15 +34,13 @@ def test_a_new_out_records_the_options_and_accepts_them_again(tmp_path):
         "--methods",
         "mkl",
     )
-    check_options(str(tmp_path), again)
+    check_options(again)
 
 
 def test_other_options_on_a_recorded_out_are_refused_by_name(tmp_path):
-    check_options(str(tmp_path), _args(tmp_path, "--mkl-weights", "0.5", "0.5"))
+    check_options(_args(tmp_path, "--mkl-weights", "0.5", "0.5"))
     with pytest.raises(SystemExit) as info:
-        check_options(
-            str(tmp_path), _args(tmp_path, "--mkl-weights", "0.7", "0.3", "--cv", "5")
-        )
+        check_options(_args(tmp_path, "--mkl-weights", "0.7", "0.3", "--cv", "5"))
     message = str(info.value)
     assert "--mkl-weights: [0.5, 0.5] recorded, [0.7, 0.3] given" in message
     assert "--cv: 3 recorded, 5 given" in message
@@ -55,5 +53,5 @@ def test_records_without_recorded_options_are_refused(tmp_path):
     (tmp_path / "records").mkdir()
     (tmp_path / "records" / "mkl-o000-p000.json").write_text("{}")
     with pytest.raises(SystemExit, match="cannot be checked"):
-        check_options(str(tmp_path), _args(tmp_path))
+        check_options(_args(tmp_path))
     assert not (tmp_path / "stream.json").exists()

@@ -91,21 +91,27 @@ RECORDED_OPTIONS = (
 )
 
 
-def check_options(out: str, args: argparse.Namespace) -> None:
-    """Record the stream's options in ``out/stream.json``, or check them
+def holds_records(records_dir: str) -> bool:
+    """Whether ``records_dir`` exists and holds a search's record."""
+    return os.path.isdir(records_dir) and any(
+        f.endswith(".json") for f in os.listdir(records_dir)
+    )
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Record the stream's options in ``args.out/stream.json``, or check them
     against the ones recorded there.
 
     Raises ``SystemExit`` naming every option that differs from the recorded
-    value, and when ``out/records`` holds records but no options were
+    value, and when ``args.out/records`` holds records but no options were
     recorded (their options cannot be checked).
     """
-    given = {name: _jsonable(getattr(args, name)) for name in RECORDED_OPTIONS}
+    out = args.out
+    given = {name: getattr(args, name) for name in RECORDED_OPTIONS}
     path = os.path.join(out, "stream.json")
     if not os.path.exists(path):
         records_dir = os.path.join(out, "records")
-        if os.path.isdir(records_dir) and any(
-            f.endswith(".json") for f in os.listdir(records_dir)
-        ):
+        if holds_records(records_dir):
             raise SystemExit(
                 f"{records_dir} holds records but {path} does not say which "
                 "options made them, so they cannot be checked against these: "
@@ -130,8 +136,3 @@ def check_options(out: str, args: argparse.Namespace) -> None:
             f"{out} holds a stream made with other options ({'; '.join(differ)}): "
             "give the recorded ones to continue it, or choose another --out."
         )
-
-
-def _jsonable(value):
-    # argparse gives lists for nargs options; JSON reads them back as lists
-    return list(value) if isinstance(value, tuple) else value

@@ -8,7 +8,7 @@ import platform
 import shlex
 import sys
 
-from .transfer_stream import METHODS
+from ._transfer_options import METHODS
 
 
 def write_summary(out, df, ranks, cost, args, elapsed, n_data):

@@ -102,7 +102,7 @@ from skbayes_search import (
     TransferBayesSearchCV,
 )
 
-from ._transfer_options import METHODS, add_arguments, check_options
+from ._transfer_options import METHODS, add_arguments, check_options, holds_records
 
 P = "logisticregression__"
 SPACE = {
@@ -307,7 +307,7 @@ def stream_runs(
     stores_dir = os.path.join(out, "stores")
     os.makedirs(records_dir, exist_ok=True)
     os.makedirs(stores_dir, exist_ok=True)
-    if not resume and any(f.endswith(".json") for f in os.listdir(records_dir)):
+    if not resume and holds_records(records_dir):
         raise SystemExit(
             f"{records_dir} already holds records: pass --resume to continue "
             "that stream, or choose another --out."
@@ -373,7 +373,7 @@ def run_logged(args: argparse.Namespace) -> list:
     """Load the stream's data sets and run every search of ``args`` still
     missing, one line each; return the data sets. The one run loop of the
     study and of ``benchmarks.papers.transfer``."""
-    check_options(args.out, args)
+    check_options(args)
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", UserWarning)
     data = load_datasets(
