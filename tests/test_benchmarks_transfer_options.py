@@ -55,3 +55,10 @@ def test_records_without_recorded_options_are_refused(tmp_path):
     with pytest.raises(SystemExit, match="cannot be checked"):
         check_options(_args(tmp_path))
     assert not (tmp_path / "stream.json").exists()
+
+
+def test_the_model_is_recorded_and_another_one_refused(tmp_path):
+    check_options(_args(tmp_path))
+    assert json.loads((tmp_path / "stream.json").read_text())["model"] == "logreg"
+    with pytest.raises(SystemExit, match="--model: 'logreg' recorded, 'ensemble'"):
+        check_options(_args(tmp_path, "--model", "ensemble"))

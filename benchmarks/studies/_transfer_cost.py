@@ -12,13 +12,15 @@ import pandas as pd
 from skbayes_search import TransferBayesSearchCV, TrialStore
 from skbayes_search.storage import TRIAL_FIELDS
 
-from .transfer_stream import SPACE, make_model
+from ._transfer_models import LOGREG, StreamModel
 
 COST_SIZES = (10, 20, 40, 80)
 
 
-def measure_cost(source_store, work_dir, sizes, seed=0):
-    """Per-iteration strategy cost with ``N`` prior runs in the store."""
+def measure_cost(source_store, work_dir, sizes, seed=0, model: StreamModel = LOGREG):
+    """Per-iteration strategy cost with ``N`` prior runs in the store, all of
+    them runs of ``model`` (the probe tunes it too, so that they are its prior
+    runs)."""
     src = TrialStore(source_store)
     runs = [r for r in src.runs(finished=True)]
     rng = np.random.default_rng(seed)
@@ -54,8 +56,8 @@ def measure_cost(source_store, work_dir, sizes, seed=0):
         for kernel in ("sqe", "mkl"):
             n_iter = 5
             search = TransferBayesSearchCV(
-                make_model(),
-                SPACE,
+                model.make(),
+                model.space,
                 store=store,
                 kernel=kernel,
                 run_name=f"probe-{kernel}",

@@ -37,6 +37,13 @@ def add_arguments(parser, **defaults):
     parser.add_argument("--sources", nargs="+", default=d["sources"])
     parser.add_argument("--n-rows", type=int, default=d["n_rows"])
     parser.add_argument("--copies", type=int, default=d["copies"])
+    parser.add_argument(
+        "--model",
+        choices=("logreg", "ensemble"),
+        default="logreg",
+        help="the paper's elastic-net logistic regression (Tables 2, 3 left) or "
+        "its ensemble of classifiers (Table 3 right); see _transfer_models.py",
+    )
     parser.add_argument("--n-iter", type=int, default=10)
     parser.add_argument("--cv", type=int, default=3)
     parser.add_argument(
@@ -79,6 +86,7 @@ def add_arguments(parser, **defaults):
 # share them, so that the ranks compare like with like (the orders, methods and
 # --first-order may differ between the runs that fill one --out).
 RECORDED_OPTIONS = (
+    "model",
     "sources",
     "n_rows",
     "copies",

@@ -7,16 +7,20 @@ Usage, from the repository root::
 
 Protocol
 --------
-Estimator: ``make_pipeline(StandardScaler(), LogisticRegression(solver="saga",
-random_state=0))``
-with the elastic net's four hyperparameters (the paper's: the l1 and l2
-penalties, as ``C`` and ``l1_ratio``, the convergence threshold and the
-iteration cap)::
+Estimator (``--model``, ``_transfer_models.py``): ``logreg`` (the default),
+``make_pipeline(StandardScaler(), LogisticRegression(solver="saga",
+random_state=0))`` with the elastic net's four hyperparameters (the paper's:
+the l1 and l2 penalties, as ``C`` and ``l1_ratio``, the convergence threshold
+and the iteration cap)::
 
     C         Real(1e-3, 1e2, log-uniform)
     l1_ratio  Real(0, 1)
     tol       Real(1e-5, 1e-1, log-uniform)
     max_iter  Integer(2, 200)
+
+or ``ensemble``, the paper's second experiment: a weighted majority vote of
+six classifiers whose 14 hyperparameters and 6 vote weights are searched
+together.
 
 Datasets: every classification data set of ``--sources`` (default: adult,
 letter, magic, shuttle, pendigits, credit_default, connect_4, covertype_75k)
@@ -51,7 +55,7 @@ per order and per ``k``).
 Store cost: a store is filled with ``N`` = 10, 20, 40, 80 finished prior runs
 (copies of the ``mkl`` runs of order 0 with their meta-features jittered, so
 their content is real) and a ``TransferBayesSearchCV`` of each kernel runs 5
-trials of a cheap model on a small task against it; the per-iteration cost is
+trials of the stream's model on a small task against it; the per-iteration cost is
 its wall time minus the time spent fitting and scoring, divided by the trials
 (``_transfer_cost.py``).
 
@@ -62,7 +66,7 @@ part (the paper's "test" score).
 
 Everything runs under ``threadpoolctl.threadpool_limits(1)``. Outputs in
 ``--out``: ``stream.json`` (the options that decide what a record holds:
-sources, rows, copies, trials, folds, test share, seeding, the transfer
+model, sources, rows, copies, trials, folds, test share, seeding, the transfer
 searches' weights and replacement; a run given other ones on the same
 ``--out`` is refused, so that one stream never mixes them), ``records/``
 (one JSON file per search: method, order, position,
@@ -87,44 +91,15 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
-from scipy.stats import loguniform, randint, rankdata, uniform
+from scipy.stats import rankdata
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import RandomizedSearchCV, train_test_split
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from skbayes_search import (
-    BayesSearchCV,
-    Integer,
-    Real,
-    TransferBayesSearchCV,
-)
+from skbayes_search import BayesSearchCV, TransferBayesSearchCV
 
+from ._transfer_models import MODELS, StreamModel
 from ._transfer_options import METHODS, add_arguments, check_options, holds_records
-
-P = "logisticregression__"
-SPACE = {
-    P + "C": Real(1e-3, 1e2, prior="log-uniform"),
-    P + "l1_ratio": Real(0.0, 1.0),
-    P + "tol": Real(1e-5, 1e-1, prior="log-uniform"),
-    P + "max_iter": Integer(2, 200),
-}
-DISTRIBUTIONS = {
-    P + "C": loguniform(1e-3, 1e2),
-    P + "l1_ratio": uniform(0.0, 1.0),
-    P + "tol": loguniform(1e-5, 1e-1),
-    P + "max_iter": randint(2, 201),
-}
-
-
-def make_model():
-    # saga visits the rows in a random order: seeded, so a configuration's score
-    # is the same for every method and every rerun
-    return make_pipeline(
-        StandardScaler(), LogisticRegression(solver="saga", random_state=0)
-    )
 
 
 def load_datasets(data_dir, sources, n_rows, n_copies, seed=0, test_size=0.3):
@@ -169,6 +144,7 @@ def run_search(
     X,
     y,
     *,
+    model: StreamModel,
     store,
     name,
     seed,
@@ -181,9 +157,9 @@ def run_search(
 ):
     common = dict(n_iter=n_iter, cv=cv, refit=refit, n_jobs=1, random_state=seed)
     if method == "random":
-        search = RandomizedSearchCV(make_model(), DISTRIBUTIONS, **common)
+        search = RandomizedSearchCV(model.make(), model.distributions, **common)
     elif method == "bayes":
-        search = BayesSearchCV(make_model(), SPACE, **common)
+        search = BayesSearchCV(model.make(), model.space, **common)
     else:
         kernel = "mkl" if method == "mkl" else "sqe"
         options = {}
@@ -192,8 +168,8 @@ def run_search(
         if random_replacement is not None:
             options["random_replacement"] = random_replacement
         search = TransferBayesSearchCV(
-            make_model(),
-            SPACE,
+            model.make(),
+            model.space,
             store=store,
             kernel=kernel,
             **options,
@@ -205,7 +181,7 @@ def run_search(
     return search
 
 
-def search_record(search, method, order, position, name, seed, test):
+def search_record(search, model, method, order, position, name, seed, test):
     """One search as a JSON-ready dict: its trials' CV scores and parameters.
 
     ``test`` is ``(X_test, y_test)``; with test rows and a refitted search, the
@@ -227,7 +203,7 @@ def search_record(search, method, order, position, name, seed, test):
             np.asarray(res["mean_test_score"], float), nan=0.0
         ).tolist(),
         "params": [
-            {k[len(P) :]: _plain(res["param_" + k][t]) for k in SPACE}
+            {model.short(k): _plain(res["param_" + k][t]) for k in model.space}
             for t in range(len(res["mean_test_score"]))
         ],
         "test_score": test_score,
@@ -260,7 +236,7 @@ def trial_rows(record, n_iter):
                 "trial": t + 1,
                 "score": score,
                 "best_so_far": best,
-                **{k[len(P) :]: params.get(k[len(P) :], np.nan) for k in SPACE},
+                **params,
             }
         )
     return rows
@@ -286,6 +262,7 @@ def stream_runs(
     methods,
     out,
     *,
+    model: StreamModel,
     n_iter,
     cv,
     same_seed=False,
@@ -332,6 +309,7 @@ def stream_runs(
                     method,
                     X,
                     y,
+                    model=model,
                     store=store and os.path.join(stores_dir, store),
                     name=name,
                     seed=seed,
@@ -343,7 +321,14 @@ def stream_runs(
                     random_replacement=random_replacement,
                 )
                 record = search_record(
-                    search, method, order, position, name, seed, (X_test, y_test)
+                    search,
+                    model,
+                    method,
+                    order,
+                    position,
+                    name,
+                    seed,
+                    (X_test, y_test),
                 )
                 record["seconds"] = time.perf_counter() - start
                 record["n_iter"], record["cv"] = n_iter, cv
@@ -386,6 +371,7 @@ def run_logged(args: argparse.Namespace) -> list:
             range(args.first_order, args.orders),
             args.methods,
             args.out,
+            model=MODELS[args.model],
             n_iter=args.n_iter,
             cv=args.cv,
             same_seed=args.same_seed,
@@ -422,7 +408,10 @@ def main(argv=None):
 
             stores = os.path.join(args.out, "stores")
             cost = measure_cost(
-                os.path.join(stores, "mkl-0.sqlite"), stores, COST_SIZES
+                os.path.join(stores, "mkl-0.sqlite"),
+                stores,
+                COST_SIZES,
+                model=MODELS[args.model],
             )
             cost.to_csv(os.path.join(args.out, "cost.csv"), index=False)
     elapsed = time.perf_counter() - start
