@@ -34,18 +34,20 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
-from skbayes_search import Categorical, Integer, Real
-
 
 @dataclass(frozen=True)
 class StreamModel:
-    """An estimator factory with its search space for ``BayesSearchCV`` and
-    the transfer searches, the same space as distributions for
-    ``RandomizedSearchCV``, and the prefix the records strip from the names."""
+    """An estimator factory and its search space, the prefix the records strip
+    from the parameter names, and a description for the report.
+
+    The space is written as scikit-learn's ``param_distributions`` (frozen
+    scipy distributions and lists), which ``RandomizedSearchCV`` samples and
+    the library's searches read as the equivalent ``Real``, ``Integer`` and
+    ``Categorical`` dimensions: one space for every method.
+    """
 
     make: Callable[[], BaseEstimator]
     space: dict[str, Any]
-    distributions: dict[str, Any]
     prefix: str
     description: str
 
@@ -65,12 +67,6 @@ _LR = "logisticregression__"
 LOGREG = StreamModel(
     make=_logreg,
     space={
-        _LR + "C": Real(1e-3, 1e2, prior="log-uniform"),
-        _LR + "l1_ratio": Real(0.0, 1.0),
-        _LR + "tol": Real(1e-5, 1e-1, prior="log-uniform"),
-        _LR + "max_iter": Integer(2, 200),
-    },
-    distributions={
         _LR + "C": loguniform(1e-3, 1e2),
         _LR + "l1_ratio": uniform(0.0, 1.0),
         _LR + "tol": loguniform(1e-5, 1e-1),
@@ -182,38 +178,27 @@ def _ensemble() -> BaseEstimator:
 _V = "weightedvote__"
 _SVM = _V + "svm__"
 _ENSEMBLE_SPACE = {
-    _V + "perceptron__average": Categorical([False, True]),
-    _V + "perceptron__max_iter": Integer(1, 15),
-    _V + "logreg__C": Real(1e-3, 1e2, prior="log-uniform"),
-    _V + "logreg__l1_ratio": Real(0.0, 1.0),
-    _V + "logreg__tol": Real(1e-5, 1e-1, prior="log-uniform"),
-    _V + "logreg__max_iter": Integer(2, 200),
-    _V + "nb__var_smoothing": Real(1e-12, 1.0, prior="log-uniform"),
-    _SVM + "nystroem__degree": Integer(1, 4),
-    _SVM + "nystroem__coef0": Real(1e-2, 10.0, prior="log-uniform"),
-    _SVM + "sgdclassifier__alpha": Real(1e-6, 1e-1, prior="log-uniform"),
-    _SVM + "sgdclassifier__max_iter": Integer(1, 50),
-    _V + "pa__eta0": Real(1e-3, 1.5, prior="log-uniform"),
-    _V + "pa__max_iter": Integer(1, 20),
-    _V + "knn__n_neighbors": Integer(1, 50),
-    **{_V + "w_" + m: Real(0.0, 1.0) for m in MEMBERS},
+    _V + "perceptron__average": [False, True],
+    _V + "perceptron__max_iter": randint(1, 16),
+    _V + "logreg__C": loguniform(1e-3, 1e2),
+    _V + "logreg__l1_ratio": uniform(0.0, 1.0),
+    _V + "logreg__tol": loguniform(1e-5, 1e-1),
+    _V + "logreg__max_iter": randint(2, 201),
+    _V + "nb__var_smoothing": loguniform(1e-12, 1.0),
+    _SVM + "nystroem__degree": randint(1, 5),
+    _SVM + "nystroem__coef0": loguniform(1e-2, 10.0),
+    _SVM + "sgdclassifier__alpha": loguniform(1e-6, 1e-1),
+    _SVM + "sgdclassifier__max_iter": randint(1, 51),
+    _V + "pa__eta0": loguniform(1e-3, 1.5),
+    _V + "pa__max_iter": randint(1, 21),
+    _V + "knn__n_neighbors": randint(1, 51),
+    **{_V + "w_" + m: uniform(0.0, 1.0) for m in MEMBERS},
 }
-
-
-def _distribution(dim):
-    if isinstance(dim, Categorical):
-        return list(dim.categories)
-    if isinstance(dim, Integer):
-        return randint(dim.low, dim.high + 1)
-    if dim.prior == "log-uniform":
-        return loguniform(dim.low, dim.high)
-    return uniform(dim.low, dim.high - dim.low)
 
 
 ENSEMBLE = StreamModel(
     make=_ensemble,
     space=_ENSEMBLE_SPACE,
-    distributions={k: _distribution(d) for k, d in _ENSEMBLE_SPACE.items()},
     prefix=_V,
     description=(
         "weighted majority vote of six classifiers (perceptron, logistic "

@@ -157,7 +157,7 @@ def run_search(
 ):
     common = dict(n_iter=n_iter, cv=cv, refit=refit, n_jobs=1, random_state=seed)
     if method == "random":
-        search = RandomizedSearchCV(model.make(), model.distributions, **common)
+        search = RandomizedSearchCV(model.make(), model.space, **common)
     elif method == "bayes":
         search = BayesSearchCV(model.make(), model.space, **common)
     else:
