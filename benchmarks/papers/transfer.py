@@ -344,7 +344,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "every search single-threaded",
         f"- stream: {len(data)} data sets ({len(args.sources)} sources: "
         f"{', '.join(args.sources)}; a {args.n_rows}-row sample of each plus "
-        f"{args.copies} perturbed copies), {int(args.test_size * 100)} % of each "
+        f"{args.copies} perturbed copies"
+        + (
+            f" and up to {args.binary} of each multiclass sample's classes against "
+            "the rest"
+            if args.binary
+            else ""
+        )
+        + f"), {int(args.test_size * 100)} % of each "
         f"held out for test, {args.orders} orders, {args.n_iter} trials, "
         f"cv={args.cv}, {ts.MODELS[args.model].description}",
     ]

@@ -38,6 +38,15 @@ def add_arguments(parser, **defaults):
     parser.add_argument("--n-rows", type=int, default=d["n_rows"])
     parser.add_argument("--copies", type=int, default=d["copies"])
     parser.add_argument(
+        "--binary",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also one data set per class for up to N of each multiclass "
+        "source's most frequent classes: that class against the rest of its "
+        "sample (default 0: none)",
+    )
+    parser.add_argument(
         "--model",
         choices=("logreg", "ensemble"),
         default="logreg",
@@ -90,6 +99,7 @@ RECORDED_OPTIONS = (
     "sources",
     "n_rows",
     "copies",
+    "binary",
     "n_iter",
     "cv",
     "test_size",
@@ -97,6 +107,11 @@ RECORDED_OPTIONS = (
     "mkl_weights",
     "random_replacement",
 )
+
+
+# Options added after streams were recorded without them: those streams ran
+# with these values.
+ADDED_LATER = {"binary": 0}
 
 
 def holds_records(records_dir: str) -> bool:
@@ -134,10 +149,11 @@ def check_options(args: argparse.Namespace) -> None:
     with open(path) as fh:
         recorded = json.load(fh)
     differ = [
-        f"--{name.replace('_', '-')}: {recorded.get(name)!r} recorded, "
+        f"--{name.replace('_', '-')}: "
+        f"{recorded.get(name, ADDED_LATER.get(name))!r} recorded, "
         f"{given[name]!r} given"
         for name in RECORDED_OPTIONS
-        if recorded.get(name) != given[name]
+        if recorded.get(name, ADDED_LATER.get(name)) != given[name]
     ]
     if differ:
         raise SystemExit(

@@ -26,7 +26,9 @@ def write_summary(out, df, ranks, cost, args, elapsed, n_data):
         f"{os.getloadavg()[2]:.2f} (15 min); all single-threaded, "
         f"niceness {os.nice(0)}",
         f"- {n_data} data sets ({len(args.sources)} sources x (1 + {args.copies} "
-        f"perturbed copies), {args.n_rows}-row samples), {args.orders} orders, "
+        f"perturbed copies"
+        + (f", up to {args.binary} classes against the rest" if args.binary else "")
+        + f"), {args.n_rows}-row samples), {args.orders} orders, "
         f"n_iter={n_iter}, cv={args.cv}; wall time {elapsed / 60:.1f} min",
         "- seeds: "
         + (

@@ -26,9 +26,11 @@ Datasets: every classification data set of ``--sources`` (default: adult,
 letter, magic, shuttle, pendigits, credit_default, connect_4, covertype_75k)
 as a random sample of ``--n-rows`` rows, plus ``--copies`` perturbed copies of
 each (the paper's synthetic data sets: a random 60-90 % of the rows and a
-random 50-90 % of the features kept). All draws use one fixed seed, so every
-method and order sees the same data. Classes with fewer than 3 members are
-dropped (3-fold stratification).
+random 50-90 % of the features kept), plus with ``--binary N`` one binary data
+set for each of up to N of a multiclass sample's most frequent classes: that
+class against the rest, on the sample's rows and features. All draws use one
+fixed seed, so every method and order sees the same data. Classes with fewer
+than 3 members are dropped (3-fold stratification).
 
 For each order ``o`` (0 .. ``--orders`` - 1) the data sets are shuffled with
 seed ``100 + o`` and, on each one in turn, these searches run with
@@ -102,8 +104,12 @@ from ._transfer_models import MODELS, StreamModel
 from ._transfer_options import METHODS, add_arguments, check_options, holds_records
 
 
-def load_datasets(data_dir, sources, n_rows, n_copies, seed=0, test_size=0.3):
-    """Row samples of the sources and their perturbed copies, fixed by ``seed``.
+def load_datasets(
+    data_dir, sources, n_rows, n_copies, seed=0, test_size=0.3, n_binary=0
+):
+    """Row samples of the sources and their perturbed copies, fixed by ``seed``,
+    and of each multiclass sample up to ``n_binary`` one-against-the-rest
+    data sets (:func:`one_vs_rest`).
 
     Each is ``(name, X, y, X_test, y_test)``: the search part and a stratified
     held-out ``test_size`` share (empty when ``test_size`` is 0).
@@ -122,7 +128,24 @@ def load_datasets(data_dir, sources, n_rows, n_copies, seed=0, test_size=0.3):
             cols = rng.random(X.shape[1]) < rng.uniform(0.5, 0.9)
             cols[rng.integers(X.shape[1])] = True
             out.append((f"{name}~{c}", X[rows][:, cols], y[rows]))
+        out += one_vs_rest(name, X, y, n_binary, test_size)
     return [_split(name, X, y, test_size, seed) for name, X, y in out]
+
+
+def one_vs_rest(name, X, y, n_binary, test_size=0.3):
+    """``(f"{name}={label}", X, y == label)`` for up to ``n_binary`` of the
+    most frequent classes of a sample with more than two; a class with too
+    few members for 3-fold stratification of the search part is left out
+    (ties of frequency go to the smaller label)."""
+    values, counts = np.unique(y, return_counts=True)
+    if len(values) <= 2:
+        return []
+    order = np.lexsort((values, -counts))[:n_binary]
+    return [
+        (f"{name}={values[i]}", X, (y == values[i]).astype(int))
+        for i in order
+        if min(counts[i], len(y) - counts[i]) * (1 - test_size) >= 3.5
+    ]
 
 
 def _split(name, X, y, test_size, seed):
@@ -362,7 +385,12 @@ def run_logged(args: argparse.Namespace) -> list:
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", UserWarning)
     data = load_datasets(
-        args.data_dir, args.sources, args.n_rows, args.copies, test_size=args.test_size
+        args.data_dir,
+        args.sources,
+        args.n_rows,
+        args.copies,
+        test_size=args.test_size,
+        n_binary=args.binary,
     )
     print(f"{len(data)} data sets, {args.orders} orders", flush=True)
     with threadpool_limits(1):
