@@ -7,7 +7,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_iris
 from sklearn.neighbors import KNeighborsClassifier
 
-from benchmarks.studies._transfer_models import MODELS, WeightedVote
+from benchmarks.studies._transfer_models import MEMBERS, MODELS, WeightedVote
 from skbayes_search.space import SearchSpace
 
 
@@ -30,7 +30,7 @@ def test_every_point_of_the_space_sets_and_fits(name):
 def _vote(**weights):
     model = MODELS["ensemble"].make()
     vote = model.steps[-1][1]
-    zero = {f"w_{m}": 0.0 for m in ("perceptron", "logreg", "nb", "svm", "pa", "knn")}
+    zero = {f"w_{m}": 0.0 for m in MEMBERS}
     return clone(vote).set_params(**{**zero, **weights})
 
 

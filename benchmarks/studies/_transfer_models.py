@@ -56,22 +56,28 @@ class StreamModel:
         return name[len(self.prefix) :]
 
 
-def _logreg() -> BaseEstimator:
+def _elastic_net() -> LogisticRegression:
     # saga visits the rows in a random order: seeded
-    return make_pipeline(
-        StandardScaler(), LogisticRegression(solver="saga", random_state=0)
-    )
+    return LogisticRegression(solver="saga", random_state=0)
+
+
+# The elastic net's four hyperparameters, alone and as a member of the vote.
+_ELASTIC_NET_SPACE = {
+    "C": loguniform(1e-3, 1e2),
+    "l1_ratio": uniform(0.0, 1.0),
+    "tol": loguniform(1e-5, 1e-1),
+    "max_iter": randint(2, 201),
+}
+
+
+def _logreg() -> BaseEstimator:
+    return make_pipeline(StandardScaler(), _elastic_net())
 
 
 _LR = "logisticregression__"
 LOGREG = StreamModel(
     make=_logreg,
-    space={
-        _LR + "C": loguniform(1e-3, 1e2),
-        _LR + "l1_ratio": uniform(0.0, 1.0),
-        _LR + "tol": loguniform(1e-5, 1e-1),
-        _LR + "max_iter": randint(2, 201),
-    },
+    space={_LR + k: v for k, v in _ELASTIC_NET_SPACE.items()},
     prefix=_LR,
     description="elastic-net logistic regression (C, l1_ratio, tol, max_iter)",
 )
@@ -154,7 +160,7 @@ def _ensemble() -> BaseEstimator:
                 tol=None,
                 random_state=0,
             ),
-            logreg=LogisticRegression(solver="saga", random_state=0),
+            logreg=_elastic_net(),
             # the paper's "minimum probability" smooths naive Bayes' estimates
             nb=GaussianNB(),
             # an online hinge-loss SVM on a polynomial kernel's features
@@ -180,10 +186,7 @@ _SVM = _V + "svm__"
 _ENSEMBLE_SPACE = {
     _V + "perceptron__average": [False, True],
     _V + "perceptron__max_iter": randint(1, 16),
-    _V + "logreg__C": loguniform(1e-3, 1e2),
-    _V + "logreg__l1_ratio": uniform(0.0, 1.0),
-    _V + "logreg__tol": loguniform(1e-5, 1e-1),
-    _V + "logreg__max_iter": randint(2, 201),
+    **{_V + "logreg__" + k: v for k, v in _ELASTIC_NET_SPACE.items()},
     _V + "nb__var_smoothing": loguniform(1e-12, 1.0),
     _SVM + "nystroem__degree": randint(1, 5),
     _SVM + "nystroem__coef0": loguniform(1e-2, 10.0),

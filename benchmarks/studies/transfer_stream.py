@@ -144,15 +144,20 @@ def one_vs_rest(name, X, y, n_binary, test_size=0.3):
     return [
         (f"{name}={values[i]}", X, (y == values[i]).astype(int))
         for i in order
-        if min(counts[i], len(y) - counts[i]) * (1 - test_size) >= 3.5
+        if _stratifiable(min(counts[i], len(y) - counts[i]), test_size)
     ]
+
+
+def _stratifiable(count, test_size):
+    """Whether a class of ``count`` members keeps the 3 that 3-fold
+    stratification needs in the search part."""
+    return count * (1 - test_size) >= 3.5
 
 
 def _split(name, X, y, test_size, seed):
     """``(name, X, y, X_test, y_test)``; classes too rare for 3-fold CV dropped."""
     values, counts = np.unique(y, return_counts=True)
-    # a class needs 3 members left in the search part for 3-fold stratification
-    keep = np.isin(y, values[counts * (1 - test_size) >= 3.5])
+    keep = np.isin(y, values[_stratifiable(counts, test_size)])
     X, y = X[keep], y[keep]
     if not test_size:
         return name, X, y, X[:0], y[:0]
