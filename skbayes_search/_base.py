@@ -69,6 +69,11 @@ def shared_params(values: dict[str, Any]) -> dict[str, Any]:
 _SKLEARN_FIT_STATE = frozenset({"_callback_fit_ctx", "_skl_callbacks_to_teardown"})
 
 
+class NoTrialFinishedError(ValueError):
+    """``fit`` ended at ``max_time`` before any trial finished: there is no
+    answer to report (the message says how to get one)."""
+
+
 class BaseBayesSearchCV(BaseSearchCV):
     """Base class of the skbayes_search meta-estimators.
 
@@ -323,7 +328,7 @@ class BaseBayesSearchCV(BaseSearchCV):
             if progress is not None:
                 progress.close()
         if not ctx.trials:
-            raise ValueError(
+            raise NoTrialFinishedError(
                 f"No trial finished within max_time={self.max_time}s; give the "
                 "search more time or make one fit cheaper."
             )

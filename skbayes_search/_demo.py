@@ -37,6 +37,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from . import BayesSearchCV, FabolasSearchCV, HalvingBayesSearchCV
+from ._base import NoTrialFinishedError
 from .datasets import load_magic
 
 CV = 3
@@ -286,6 +287,15 @@ def run(
         f"{n_random} and HalvingRandomSearchCV n_candidates={n_halving}, "
         f"to take about {budget:g} s each.\n"
     )
+    # a trial fits one model per fold, the workers sharing the folds
+    trial_seconds = CV * (t_fit + FIT_OVERHEAD) / min(workers, CV)
+    if trial_seconds > budget / 3:
+        say(
+            f"Note: one trial on all rows takes about {trial_seconds:.0f} s on this "
+            f"machine, a third of the budget or more, so the searches that measure "
+            f"settings on all rows may finish few trials or none; "
+            f"--budget {suggested_budget(trial_seconds)} gives them room.\n"
+        )
     logdir = Path(tempfile.mkdtemp(prefix="skbayes_demo_"))
     common = dict(cv=CV, n_jobs=n_jobs, random_state=seed, return_train_score=False)
     methods = {
@@ -318,22 +328,24 @@ def run(
         trace = traces[name] = Trace(path, time.time(), full_rows)
         progress = Progress(name, trace, budget, quiet)
         progress.start()
+        finished = True
         try:
             search.fit(X_train, y_train)
+        except NoTrialFinishedError:
+            # a slow or busy machine: the row says so, the other methods run
+            finished = False
         finally:
             wall = time.time() - trace.start
             progress.stop.set()
             progress.join()
-        test = accuracy_score(y_test, search.predict(X_test))
-        rows.append(
-            dict(
-                method=name,
+        row = dict(method=name, best_cv=math.nan, test=math.nan, trials=0, wall=wall)
+        if finished:
+            row.update(
                 best_cv=search.best_score_,
-                test=test,
+                test=accuracy_score(y_test, search.predict(X_test)),
                 trials=len(search.cv_results_["params"]),
-                wall=wall,
             )
-        )
+        rows.append(row)
     table = format_table(rows)
     verdict = conclude(rows, len(y_test))
     print(f"\n{table}\n\n{verdict}")
@@ -351,24 +363,51 @@ def run(
     return rows
 
 
+def suggested_budget(trial_seconds: float) -> int:
+    """A budget, in whole tens of seconds, of about ten trials on all rows."""
+    return int(10 * math.ceil(trial_seconds))
+
+
 def format_table(rows: list[dict]) -> str:
     lines = [
         "| method | best CV score | test accuracy | trials | wall s |",
         "|---|---|---|---|---|",
     ]
+
+    def score(value: float) -> str:
+        return f"{value:.4f}" if math.isfinite(value) else "-"
+
     for r in rows:
         lines.append(
-            f"| {r['method']} | {r['best_cv']:.4f} | {r['test']:.4f} | "
+            f"| {r['method']} | {score(r['best_cv'])} | {score(r['test'])} | "
             f"{r['trials']} | {r['wall']:.1f} |"
         )
     return "\n".join(lines)
 
 
 def conclude(rows: list[dict], n_test: int) -> str:
-    """One sentence on the numbers: who won on held-out data, and by how much
-    against the noise of the test set."""
-    ours = max((r for r in rows if r["method"] in OURS), key=lambda r: r["test"])
-    peer = max((r for r in rows if r["method"] not in OURS), key=lambda r: r["test"])
+    """Sentences on the numbers: who won on held-out data, and by how much
+    against the noise of the test set; which methods finished no trial."""
+    done = [r for r in rows if math.isfinite(r["test"])]
+    missed = [r["method"] for r in rows if not math.isfinite(r["test"])]
+    note = ""
+    if missed:
+        note = (
+            f"{' and '.join(missed)} finished no trial within the budget: one "
+            "trial costs too much of it on this machine; give more with --budget "
+            "or fewer rows with --n-rows."
+        )
+    ours_done = [r for r in done if r["method"] in OURS]
+    peers_done = [r for r in done if r["method"] not in OURS]
+    if not ours_done or not peers_done:
+        return f"No comparison: {note}"
+    verdict = _verdict(ours_done, peers_done, n_test)
+    return f"{verdict}\n{note}" if note else verdict
+
+
+def _verdict(ours_done: list[dict], peers_done: list[dict], n_test: int) -> str:
+    ours = max(ours_done, key=lambda r: r["test"])
+    peer = max(peers_done, key=lambda r: r["test"])
     acc = (ours["test"] + peer["test"]) / 2
     noise = 200 * math.sqrt(acc * (1 - acc) / n_test)  # two standard errors, pp
     gap = 100 * (ours["test"] - peer["test"])

@@ -1,11 +1,14 @@
 """The main job's command line (``python -m skbayes_search``)."""
 
+import math
 import subprocess
 import sys
 
 import pytest
 
+from skbayes_search import _demo
 from skbayes_search.__main__ import build_parser
+from skbayes_search._base import NoTrialFinishedError
 from skbayes_search._demo import conclude, halving_seconds, size_peers
 
 
@@ -105,3 +108,44 @@ def test_a_tiny_run_completes_and_writes_its_table(tmp_path):
         assert f"| {method} |" in table
         assert f"| {method} |" in proc.stdout
     assert (out / "results.csv").exists()
+
+
+def test_a_method_without_a_finished_trial_is_a_row_not_a_crash(
+    tmp_path, monkeypatch, capsys
+):
+    # A slow or busy machine: a fit on all rows outlasts the budget, and the
+    # search ends at max_time with nothing to report.
+    class Late(_demo.BayesSearchCV):
+        def fit(self, X, y=None, **params):
+            raise NoTrialFinishedError("No trial finished within max_time")
+
+    monkeypatch.setattr(_demo, "BayesSearchCV", Late)
+    rows = _demo.run(budget=2, n_rows=600, n_jobs=1, quiet=True, out=tmp_path)
+    by_method = {r["method"]: r for r in rows}
+    assert len(by_method) == 5
+    late = by_method["BayesSearchCV"]
+    assert late["trials"] == 0 and math.isnan(late["test"])
+    assert all(r["trials"] > 0 for m, r in by_method.items() if m != "BayesSearchCV")
+    out = capsys.readouterr().out
+    assert "| BayesSearchCV | - | - | 0 |" in out
+    assert "BayesSearchCV finished no trial within the budget" in out
+    assert (tmp_path / "results.md").exists()
+
+
+def test_the_verdict_names_methods_without_a_result():
+    nan = math.nan
+    rows = [
+        dict(method="BayesSearchCV", best_cv=nan, test=nan, trials=0, wall=31.0),
+        _row("FabolasSearchCV", 0.85),
+        _row("RandomizedSearchCV", 0.90),
+    ]
+    verdict = conclude(rows, 4755)
+    assert verdict.startswith("We lost")
+    assert "BayesSearchCV finished no trial within the budget" in verdict
+    rows = [
+        dict(method=m, best_cv=nan, test=nan, trials=0, wall=31.0)
+        for m in ("BayesSearchCV", "FabolasSearchCV")
+    ] + [_row("RandomizedSearchCV", 0.90)]
+    verdict = conclude(rows, 4755)
+    assert verdict.startswith("No comparison")
+    assert "BayesSearchCV and FabolasSearchCV finished no trial" in verdict
