@@ -132,7 +132,8 @@ class LoggedSleepy(Sleepy):
 
 
 class SlowProposals(BayesSearchCV):
-    """Takes 0.1 s a proposal, half a fit's time, and logs when each ends."""
+    """Takes 0.1 s a proposal, a fifth of a fit's time, and logs when each
+    ends."""
 
     ends = []
 
@@ -147,8 +148,10 @@ class SlowProposals(BayesSearchCV):
 @pytest.mark.parametrize("n_jobs, trial_timeout", [(1, None), (2, None), (2, 30.0)])
 def test_workers_fit_while_a_proposal_is_made(n_jobs, trial_timeout):
     LoggedSleepy.log, SlowProposals.ends = [], []
+    # fits of 0.5 s: on a busy machine a proposal's own work (the GP's) takes
+    # several times longer than on an idle one, and must still end within one
     search = SlowProposals(
-        LoggedSleepy(pause=0.2),
+        LoggedSleepy(pause=0.5),
         **SMALL_SEARCH,
         n_jobs=n_jobs,
         trial_timeout=trial_timeout,
@@ -305,10 +308,12 @@ def test_a_trial_past_trial_timeout_is_stopped_and_recorded(tmp_path):
         {"a": Categorical([0.5, 1.0, 2.0, 3.0])},
         n_iter=4,
         cv=2,
-        trial_timeout=1.0,
+        # the fits that do not hang take milliseconds; 3 s leaves them room
+        # on a busy machine, where starting a worker process takes seconds
+        trial_timeout=3.0,
         random_state=0,
     )
-    with pytest.warns(FitFailedWarning, match="trial_timeout=1.0s"):
+    with pytest.warns(FitFailedWarning, match="trial_timeout=3.0s"):
         search.fit(X, Y)
     res = search.cv_results_
     scores = dict(zip([p["a"] for p in res["params"]], res["mean_test_score"]))
@@ -473,13 +478,14 @@ def hang_then_final(hang, **deadlines):
 
 
 def test_fits_left_running_at_max_time_are_stopped_for_the_final_trial(monkeypatch):
-    # at max_time the hanging a = 2.0 holds the one worker process for 30 s
-    # more; with a grace period long enough to start a worker afresh, it is
-    # ended so that the final trial runs, instead of waiting for it
+    # at max_time the hanging a = 2.0 holds the one worker process for 120 s
+    # more; with a grace period long enough to start a worker afresh (even on
+    # a busy machine, where that takes seconds), it is ended so that the
+    # final trial runs, instead of waiting for it
     from skbayes_search import _loop
 
-    monkeypatch.setattr(_loop, "_MIN_GRACE", 12.0)
-    search = hang_then_final(30.0, max_time=2.0)
+    monkeypatch.setattr(_loop, "_MIN_GRACE", 40.0)
+    search = hang_then_final(120.0, max_time=2.0)
     search.fit(X, Y)
     assert [p["a"] for p in search.cv_results_["params"]] == [0.5, 1.0]
     assert not search.cv_results_["fit_failed"].any()
