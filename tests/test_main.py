@@ -1,6 +1,7 @@
 """The main job's command line (``python -m skbayes_search``)."""
 
 import math
+import re
 import subprocess
 import sys
 
@@ -125,10 +126,14 @@ def test_a_method_without_a_finished_trial_is_a_row_not_a_crash(
     assert len(by_method) == 5
     late = by_method["BayesSearchCV"]
     assert late["trials"] == 0 and math.isnan(late["test"])
-    assert all(r["trials"] > 0 for m, r in by_method.items() if m != "BayesSearchCV")
+    # the peers have no time limit: they always finish (our other searches
+    # may not, on a busy machine, in 2 s)
+    assert by_method["RandomizedSearchCV"]["trials"] > 0
+    assert by_method["HalvingRandomSearchCV"]["trials"] > 0
     out = capsys.readouterr().out
     assert "| BayesSearchCV | - | - | 0 |" in out
-    assert "BayesSearchCV finished no trial within the budget" in out
+    named = [line for line in out.splitlines() if "finished no trial" in line]
+    assert len(named) == 1 and re.search(r"(^| )BayesSearchCV ", named[0])
     assert (tmp_path / "results.md").exists()
 
 
